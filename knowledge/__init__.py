@@ -1,0 +1,1 @@
+"""tracefix's built-in knowledge base: one TOML file per error entry (shipped as package data)."""

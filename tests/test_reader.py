@@ -1,0 +1,301 @@
+"""Reader: every log layout the issue names, parsed from hand-typed text (extra to the real samples)."""
+import io
+import textwrap
+
+import pytest
+
+from tracefix.reader import read_tracebacks, split_prefix, clean_line
+
+PY311 = textwrap.dedent('''\
+    Traceback (most recent call last):
+      File "/home/u/proj/train.py", line 41, in <module>
+        loss.backward()
+      File "/home/u/.venv/lib/python3.11/site-packages/torch/_tensor.py", line 623, in backward
+        torch.autograd.backward(
+      File "/home/u/.venv/lib/python3.11/site-packages/torch/autograd/__init__.py", line 388, in backward
+        grad_tensors_ = _make_grads(tensors, grad_tensors_, is_grads_batched=False)
+                        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+      File "/home/u/.venv/lib/python3.11/site-packages/torch/autograd/__init__.py", line 208, in _make_grads
+        raise RuntimeError(
+    RuntimeError: grad can be implicitly created only for scalar outputs
+    ''')
+
+
+def read(text, **kw):
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return list(read_tracebacks(io.BytesIO(data), **kw))
+
+
+def only(text, **kw):
+    tbs = read(text, **kw)
+    assert len(tbs) == 1, tbs
+    return tbs[0]
+
+
+def test_plain_python311_traceback():
+    tb = only(PY311)
+    assert tb.exc_type == "RuntimeError"
+    assert tb.message == "grad can be implicitly created only for scalar outputs"
+    assert [f.line for f in tb.frames] == [41, 623, 388, 208]
+    assert tb.frames[0].code == "loss.backward()"
+    assert tb.frames[2].code.startswith("grad_tensors_ = _make_grads(")  # caret line skipped
+    assert tb.has_header
+
+
+def test_surrounding_noise_ansi_tqdm_crlf():
+    noisy = ("\x1b[32mEpoch 1\x1b[0m:  10%|#  | 1/10\rEpoch 1:  20%|## | 2/10\r"
+             + PY311.replace("\n", "\r\n").replace("RuntimeError:", "\x1b[31mRuntimeError\x1b[0m:"))
+    tb = only(noisy)
+    assert tb.exc_type == "RuntimeError"
+    assert tb.message == "grad can be implicitly created only for scalar outputs"
+    assert tb.frames[0].path == "/home/u/proj/train.py"
+
+
+@pytest.mark.parametrize("prefix,rank", [("[rank3]: ", 3), ("[rank3]:", 3), ("[default1]:", 1),
+                                          ("[1,0]<stderr>:", 1), ("2024-05-01 12:00:00,123 - ERROR - ", None)])
+def test_line_prefixes(prefix, rank):
+    text = "".join(prefix + ln + "\n" for ln in PY311.splitlines())
+    tb = only(text)
+    assert tb.rank == rank
+    assert tb.exc_type == "RuntimeError" and len(tb.frames) == 4
+    assert tb.frames[0].code == "loss.backward()"
+
+
+def test_interleaved_ranks_are_separated():
+    a = ["[rank0]: " + ln for ln in PY311.splitlines()]
+    b = ["[rank1]: " + ln for ln in PY311.splitlines()]
+    mixed = [x for pair in zip(a, b) for x in pair]
+    tbs = read("\n".join(mixed) + "\n")
+    assert sorted(t.rank for t in tbs) == [0, 1]
+    assert all(len(t.frames) == 4 and t.message.startswith("grad can") for t in tbs)
+
+
+def test_windows_paths_with_spaces_and_non_ascii():
+    text = textwrap.dedent('''\
+        Traceback (most recent call last):
+          File "C:\\Users\\Zoë\\My Projects\\llm tune\\train.py", line 12, in <module>
+            loss.backward()
+          File "C:\\Users\\Zoë\\AppData\\Local\\Programs\\Python\\Python311\\Lib\\site-packages\\torch\\_tensor.py", line 522, in backward
+            torch.autograd.backward(
+        RuntimeError: grad can be implicitly created only for scalar outputs
+        ''')
+    tb = only(text)
+    assert tb.frames[0].path == "C:\\Users\\Zoë\\My Projects\\llm tune\\train.py"
+    assert tb.frames[0].line == 12
+
+
+def test_chained_exceptions_mark_cause():
+    text = PY311 + "\nDuring handling of the above exception, another exception occurred:\n\n" + textwrap.dedent('''\
+        Traceback (most recent call last):
+          File "/home/u/proj/train.py", line 50, in <module>
+            torch.save(model, "out/model.pt")
+        RuntimeError: Parent directory out does not exist.
+        ''')
+    first, second = read(text)
+    assert first.cause_of_next and not second.cause_of_next
+    assert first.message.startswith("grad can") and second.message.startswith("Parent directory")
+
+
+def test_ipython8_cell_frames():
+    text = textwrap.dedent('''\
+        ---------------------------------------------------------------------------
+        RuntimeError                              Traceback (most recent call last)
+        Cell In[5], line 12
+             10 out = model(x)
+             11 loss = crit(out, y)
+        ---> 12 loss.backward()
+
+        File ~/venv/lib/python3.11/site-packages/torch/_tensor.py:623, in Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
+            621 if has_torch_function_unary(self):
+        --> 623 torch.autograd.backward(
+
+        RuntimeError: grad can be implicitly created only for scalar outputs
+        ''')
+    tb = only(text)
+    assert tb.exc_type == "RuntimeError"
+    assert tb.frames[0].path == "Cell In[5]" and tb.frames[0].line == 12
+    assert tb.frames[0].code == "loss.backward()"
+    assert tb.frames[1].line == 623
+
+
+def test_old_ipython_input_frames():
+    text = textwrap.dedent('''\
+        RuntimeError                              Traceback (most recent call last)
+        <ipython-input-3-8c2b3a1f> in <module>()
+              5 loss = crit(out, y)
+        ----> 6 loss.backward()
+
+        /usr/local/lib/python3.7/dist-packages/torch/tensor.py in backward(self, gradient, retain_graph, create_graph)
+            183         \"\"\"
+        --> 184         torch.autograd.backward(self, gradient, retain_graph, create_graph)
+
+        RuntimeError: grad can be implicitly created only for scalar outputs
+        ''')
+    tb = only(text)
+    assert tb.frames[0].path == "<ipython-input-3-8c2b3a1f>" and tb.frames[0].line == 6
+    assert tb.frames[1].line == 184
+    assert tb.message.startswith("grad can")
+
+
+def test_rich_boxed_traceback():
+    text = textwrap.dedent('''\
+        ╭───────────────────── Traceback (most recent call last) ─────────────────────╮
+        │ /home/u/proj/train.py:41 in <module>                                         │
+        │                                                                              │
+        │   40 │   loss = crit(out, y)                                                 │
+        │ ❱ 41 │   loss.backward()                                                     │
+        │   42                                                                         │
+        │                                                                              │
+        │ /home/u/.venv/lib/python3.11/site-packages/torch/_tensor.py:623 in backward  │
+        ╰──────────────────────────────────────────────────────────────────────────────╯
+        RuntimeError: grad can be implicitly created only for scalar outputs
+        ''')
+    tb = only(text)
+    assert tb.exc_type == "RuntimeError"
+    assert tb.frames[0].path == "/home/u/proj/train.py" and tb.frames[0].line == 41
+    assert tb.frames[0].code == "loss.backward()"
+
+
+def test_pytest_output():
+    text = textwrap.dedent('''\
+        ____________________________ test_train_step ____________________________
+
+            def test_train_step():
+        >       loss.backward()
+
+        tests/test_train.py:12:
+        _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+        E   RuntimeError: grad can be implicitly created only for scalar outputs
+
+        ../.venv/lib/python3.11/site-packages/torch/autograd/__init__.py:208: RuntimeError
+        ''')
+    tbs = read(text)
+    assert any(t.exc_type == "RuntimeError" and t.message.startswith("grad can") for t in tbs)
+
+
+def test_markdown_fenced_and_quoted_paste():
+    text = "I get this:\n\n```python\n" + PY311 + "```\n\nany idea?\n"
+    tb = only(text)
+    assert len(tb.frames) == 4 and tb.exc_type == "RuntimeError"
+    quoted = "".join("> " + ln + "\n" for ln in PY311.splitlines())
+    assert only(quoted).frames[0].code == "loss.backward()"
+
+
+def test_indented_paste_keeps_structure():
+    text = "".join("    " + ln + "\n" for ln in PY311.splitlines())
+    tb = only(text)
+    assert tb.exc_type == "RuntimeError" and len(tb.frames) == 4
+    assert tb.frames[-1].code == "raise RuntimeError("
+
+
+def test_flattened_to_one_line():
+    flat = " ".join(ln.strip() for ln in PY311.splitlines() if not set(ln.strip()) <= {"^"})
+    tb = only(flat + "\n")
+    assert tb.exc_type == "RuntimeError"
+    assert tb.message.startswith("grad can be implicitly created")
+    assert tb.frames[0].path == "/home/u/proj/train.py" and tb.frames[0].line == 41
+    assert tb.frames[0].code == "loss.backward()"
+
+
+def test_hard_wrapped_message_is_joined():
+    text = textwrap.dedent('''\
+        Traceback (most recent call last):
+          File "train.py", line 30, in <module>
+            scaler.step(opt)
+        NotImplementedError: "_amp_foreach_non_finite_check_and_unscale_cuda" not
+        implemented for 'BFloat16'
+        ''')
+    tb = only(text)
+    assert tb.exc_type == "NotImplementedError"
+    assert " ".join(tb.message.split()) == "\"_amp_foreach_non_finite_check_and_unscale_cuda\" not implemented for 'BFloat16'"
+
+
+def test_mid_stack_paste_without_header():
+    text = "\n".join(PY311.splitlines()[3:]) + "\n"
+    tb = only(text)
+    assert not tb.has_header
+    assert tb.exc_type == "RuntimeError" and tb.frames[0].line == 623
+
+
+def test_missing_final_exception_line():
+    text = "\n".join(PY311.splitlines()[:-1]) + "\n"
+    tb = only(text)
+    assert tb.exc_type is None and len(tb.frames) == 4
+    assert tb.frames[-1].code == "raise RuntimeError("
+
+
+def test_bare_message_needs_the_predicate():
+    line = "RuntimeError: grad can be implicitly created only for scalar outputs\n"
+    tb = only(line)
+    assert tb.exc_type == "RuntimeError" and not tb.frames
+    prose = "after upgrading I get grad can be implicitly created only for scalar outputs, why?\n"
+    assert read(prose) == []
+    tb = only(prose, bare=lambda s: "implicitly created" in s)
+    assert tb.exc_type is None and "implicitly created" in tb.message
+
+
+def test_anomaly_block_attaches_forward_trace():
+    text = textwrap.dedent('''\
+        /home/u/.venv/lib/python3.11/site-packages/torch/autograd/graph.py:979: UserWarning: Error detected in ReluBackward0. Traceback of forward call that caused the error:
+          File "/home/u/proj/train.py", line 60, in <module>
+            out = model(x)
+          File "/home/u/proj/models.py", line 21, in forward
+            h = torch.relu(self.fc1(x))
+         (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/python_anomaly_mode.cpp:122.)
+          return Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
+        Traceback (most recent call last):
+          File "/home/u/proj/train.py", line 62, in <module>
+            loss.backward()
+        RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 4]], which is output 0 of Relu, is at version 1; expected version 0 instead. Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!
+        ''')
+    tb = only(text)
+    assert tb.anomaly_node == "ReluBackward0"
+    assert [(f.path.rsplit("/", 1)[-1], f.line) for f in tb.anomaly_frames] == [("train.py", 60), ("models.py", 21)]
+    assert tb.anomaly_frames[-1].code == "h = torch.relu(self.fc1(x))"
+    assert tb.frames[0].line == 62
+
+
+def test_recursion_error_repeated_line():
+    frames = '  File "/p/x.py", line 3, in f\n    return f()\n'
+    text = "Traceback (most recent call last):\n" + frames * 3 + "  [Previous line repeated 996 more times]\n" + \
+        "RecursionError: maximum recursion depth exceeded\n"
+    tb = only(text)
+    assert tb.exc_type == "RecursionError" and len(tb.frames) == 3
+
+
+def test_huge_stack_is_bounded():
+    frames = "".join(f'  File "/p/m{i}.py", line {i + 1}, in f\n    g()\n' for i in range(10000))
+    tb = only("Traceback (most recent call last):\n" + frames + "ValueError: deep\n")
+    assert tb.exc_type == "ValueError"
+    assert len(tb.frames) <= 240
+    assert tb.frames[-1].path == "/p/m9999.py"   # the innermost frames survive
+    assert tb.frames[0].path == "/p/m0.py"
+
+
+def test_utf16_powershell_log():
+    data = "\ufeff".encode("utf-16-le") + PY311.replace("\n", "\r\n").encode("utf-16-le")
+    tb = only(data)
+    assert tb.exc_type == "RuntimeError" and tb.frames[0].code == "loss.backward()"
+
+
+def test_non_utf8_bytes_and_nul():
+    data = b"\xff\xfe\x00garbage\x00\x80\x81\n" + PY311.encode() + b"\x00\xc3\x28\n"
+    tb = only(data)
+    assert tb.message == "grad can be implicitly created only for scalar outputs"
+
+
+def test_empty_input():
+    assert read(b"") == []
+
+
+def test_chunk_size_does_not_change_result():
+    text = ("progress line\n" * 50 + PY311) * 3
+    expect = read(text)
+    for size in (7, 64, 1000, 4096):
+        got = read(text, chunk_size=size)
+        assert [(t.exc_type, t.message, t.frames) for t in got] == [(t.exc_type, t.message, t.frames) for t in expect]
+
+
+def test_clean_line_strips_escapes():
+    assert clean_line("\x1b]0;evil title\x07ok\x1b[2J\x1b[1;1H") == "ok"
+    assert split_prefix("[rank12]: hello") == (12, "hello")

@@ -1,0 +1,3 @@
+from tracefix.cli import main
+
+main()

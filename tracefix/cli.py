@@ -1,0 +1,313 @@
+"""Command line: ``tracefix [LOG ...]`` diagnoses; ``list``, ``explain``, ``undo``, ``run``, ``hook``.
+
+Exit codes:
+  0  a known error was diagnosed (and, with --apply, its patch written)
+  1  no known error in the input
+  2  usage or input error (unreadable log, broken knowledge entry)
+  3  a requested patch could not be applied
+  130 interrupted
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
+
+import click
+
+from tracefix import __version__
+
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PATCH = 0, 1, 2, 3
+FORMATS = ("rich", "plain", "json", "quickfix")
+
+EPILOG = """\b
+Exit codes: 0 a known error was diagnosed; 1 no known error in the input;
+2 usage or input error; 3 a requested patch could not be applied.
+\b
+Examples:
+  python train.py 2>&1 | tracefix
+  tracefix crash.log --apply
+  tracefix run --apply --verify -- python train.py
+"""
+
+
+class Fail(click.ClickException):
+    """A one-line error with our exit code (never a traceback of our own)."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.exit_code = code
+
+    def show(self, file=None) -> None:
+        click.echo(f"tracefix: error: {self.format_message()}", err=True)
+
+
+class DefaultGroup(click.Group):
+    """``tracefix LOG`` means ``tracefix diagnose LOG``: the subcommand is optional."""
+
+    def parse_args(self, ctx, args):
+        if not args or args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["diagnose", *args]
+        return super().parse_args(ctx, args)
+
+
+def _load(knowledge_dirs: Sequence[str], examples: bool = False):
+    from tracefix.knowledge import KnowledgeError, load_entries
+
+    try:
+        return load_entries([Path(k) for k in knowledge_dirs], examples=examples)
+    except KnowledgeError as exc:
+        raise Fail(str(exc)) from None
+
+
+def _pick_format(fmt: Optional[str]) -> str:
+    if fmt:
+        return fmt
+    if os.environ.get("FORCE_COLOR") or sys.stdout.isatty():
+        return "rich"
+    return "plain"
+
+
+def _color() -> Optional[bool]:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return None
+
+
+def _enlarge_pipe(fd: int) -> None:
+    """Fewer, larger reads from a pipe (Linux): `python train.py 2>&1 | tracefix` is the common case."""
+    try:
+        import fcntl
+        import stat
+
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def _open_logs(logs: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
+    if not logs or list(logs) == ["-"]:
+        stdin = sys.stdin
+        if stdin is None:
+            raise Fail("no log given and standard input is closed")
+        if stdin.isatty():
+            click.echo("tracefix: reading a log from standard input (end with Ctrl-D; see --help)", err=True)
+        _enlarge_pipe(stdin.fileno())
+        return [("<stdin>", stdin.buffer)]
+    out = []
+    for name in logs:
+        if name == "-":
+            out.append(("<stdin>", sys.stdin.buffer))
+            continue
+        path = Path(name)
+        if path.is_dir():
+            raise Fail(f"{name}: is a directory, not a log file")
+        try:
+            out.append((name, open(path, "rb")))
+        except OSError as exc:
+            raise Fail(f"{name}: cannot read: {exc.strerror or exc}") from None
+    return out
+
+
+def _root(root: Optional[str]) -> Path:
+    path = Path(root or ".")
+    if not path.is_dir():
+        raise Fail(f"--root {root}: not a directory")
+    return path.resolve()
+
+
+def diagnose_streams(sources, entries, root: Path, patches: bool):
+    from tracefix.pipeline import Report, collect, locate_all, propose_all
+
+    diags, unknown = [], []
+    for _name, stream in sources:
+        try:
+            report = collect(stream, entries)
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+        diags += report.diagnoses
+        unknown += [u for u in report.unrecognized if u not in unknown]
+    report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root)
+    if patches and report.diagnoses:
+        report = propose_all(report, root)
+    return report
+
+
+def emit(report, fmt: str, entries, extra: Optional[Dict] = None) -> None:
+    from tracefix import render
+
+    out = sys.stdout
+    if fmt == "json":
+        render.render_json(out, report.diagnoses, report.unrecognized, extra)
+    elif fmt == "quickfix":
+        render.render_quickfix(out, report.diagnoses)
+    elif fmt == "plain":
+        render.render_plain(out, report.diagnoses, report.unrecognized, entries, extra)
+    else:
+        render.render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=_color())
+    out.flush()
+
+
+def apply_patches(report, root: Path, pick: Optional[int]) -> Tuple[List[str], List[str]]:
+    """Write the recommended patch of every settled diagnosis; return (written, problems)."""
+    from tracefix.patcher import PatchError, apply, settled
+
+    written, problems = [], []
+    for d in report.diagnoses:
+        if not d.patches:
+            problems.append(f"{d.entry_id}: no automatic patch (see the fix sites above)")
+            continue
+        if pick is None and not settled(d):
+            problems.append(f"{d.entry_id}: several fix sites are equally likely; nothing written "
+                            f"(choose one with --pick N, or run `tracefix run --anomaly` to pinpoint it)")
+            continue
+        index = (pick or 1) - 1
+        if not 0 <= index < len(d.patches):
+            problems.append(f"{d.entry_id}: --pick {pick}: there are {len(d.patches)} patches")
+            continue
+        stale = _stale_crash_site(d)
+        if stale:
+            problems.append(stale)
+            continue
+        try:
+            written += apply(d.patches[index], root)
+        except PatchError as exc:
+            problems.append(f"{d.entry_id}: {exc}")
+    return written, problems
+
+
+def _norm(code: Optional[str]) -> str:
+    return "".join((code or "").split())
+
+
+def _stale_crash_site(d) -> Optional[str]:
+    """Refuse when the crash line in the local file no longer reads what the traceback showed."""
+    site = d.crash_site
+    if site is None:
+        return None
+    base = site.path.rsplit("/", 1)[-1]
+    for frame in reversed(d.traceback.frames):
+        if frame.path.replace("\\", "/").rsplit("/", 1)[-1] == base and frame.code:
+            if _norm(frame.code) != _norm(site.code):
+                return (f"{site.path}:{site.line} no longer reads {frame.code!r} as the traceback showed "
+                        f"(edited since the log was written?); nothing written")
+            return None
+    return None
+
+
+@click.group(cls=DefaultGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tracefix")
+def main_group() -> None:
+    """Diagnose and fix PyTorch autograd/AMP crashes from their logs.
+
+    Reads a training log (files, or standard input), recognises the known errors, names the
+    crash site and the fix site in your project, and proposes a patch.
+    """
+
+
+@main_group.command("diagnose", epilog=EPILOG)
+@click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="Project whose files are searched and patched (default: current directory).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: rich on a terminal, plain otherwise).")
+@click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path(),
+              help="Extra folder of knowledge entries (*.toml); repeatable.")
+@click.option("--apply", "do_apply", is_flag=True, help="Write the recommended patch of each diagnosis.")
+@click.option("--pick", type=int, default=None, help="With --apply: write patch N instead of the first.")
+@click.option("--no-patch", is_flag=True, help="Diagnose only: do not compute patches (fastest).")
+def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> None:
+    """Diagnose the logs (default command)."""
+    fmt = _pick_format(fmt)
+    entries = _load(knowledge_dirs)
+    root_path = _root(root)
+    sources = _open_logs(logs)
+    want_patches = (do_apply or not no_patch) and fmt != "quickfix"
+    report = diagnose_streams(sources, entries, root_path, patches=want_patches)
+    code = EXIT_OK if report.diagnoses else EXIT_NOTHING
+    extra = None
+    problems: List[str] = []
+    if do_apply and report.diagnoses:
+        written, problems = apply_patches(report, root_path, pick)
+        extra = {"applied": ", ".join(written) or "nothing"}
+        if problems:
+            code = EXIT_PATCH
+    emit(report, fmt, entries, extra)
+    for p in problems:
+        click.echo(f"tracefix: {p}", err=True)
+    sys.exit(code)
+
+
+@main_group.command("list")
+@click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path())
+def list_cmd(knowledge_dirs) -> None:
+    """List the known errors."""
+    from tracefix.render import safe
+
+    for e in _load(knowledge_dirs, examples=True):
+        click.echo(safe(f"{e.id:24} {e.title}"))
+
+
+@main_group.command("explain")
+@click.argument("entry_id")
+@click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path())
+def explain_cmd(entry_id, knowledge_dirs) -> None:
+    """Explain one known error: what happens, why, how to fix, fix safety."""
+    from tracefix.knowledge import find_entry
+    from tracefix.render import safe
+
+    entries = _load(knowledge_dirs, examples=True)
+    e = find_entry(entries, entry_id)
+    if e is None:
+        raise Fail(f"unknown id {entry_id!r}; known: {', '.join(x.id for x in entries)}")
+    click.echo(safe(f"{e.id}: {e.title}\n"))
+    for key, title in (("what", "What happens"), ("why", "Why"), ("fix", "How to fix"), ("fix_safety", "Fix safety")):
+        click.echo(f"## {title}\n{safe(e.explanation(key))}\n")
+    click.echo("Exception types: " + ", ".join(e.exception_types))
+    if e.references:
+        click.echo("References:\n" + "\n".join(f"  {safe(r)}" for r in e.references))
+
+
+@main_group.command("undo")
+@click.option("--root", type=click.Path(file_okay=False), default=None)
+def undo_cmd(root) -> None:
+    """Restore the files changed by the last --apply (backups in ROOT/.tracefix/)."""
+    from tracefix.patcher import PatchError, undo
+
+    try:
+        restored = undo(_root(root))
+    except PatchError as exc:
+        raise Fail(str(exc), EXIT_PATCH) from None
+    if not restored:
+        click.echo("tracefix: nothing to undo")
+        sys.exit(EXIT_NOTHING)
+    click.echo("restored: " + ", ".join(restored))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    try:
+        main_group.main(args=list(argv) if argv is not None else None, prog_name="tracefix",
+                        standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("tracefix: interrupted", err=True)
+        sys.exit(130)
+    except MemoryError:
+        click.echo("tracefix: error: out of memory", err=True)
+        sys.exit(EXIT_USAGE)
+    except BrokenPipeError:
+        # The reader of our output went away (`tracefix ... | head`): not an error of ours.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        sys.exit(EXIT_OK)
+    except Exception as exc:  # a bug of ours: one line, not a traceback (TRACEFIX_DEBUG=1 shows it)
+        if os.environ.get("TRACEFIX_DEBUG"):
+            raise
+        click.echo(f"tracefix: internal error: {type(exc).__name__}: {exc} (set TRACEFIX_DEBUG=1 for details)", err=True)
+        sys.exit(EXIT_USAGE)

@@ -1,0 +1,201 @@
+"""Load and validate knowledge entries: one TOML file per known error (data only)."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "knowledge"
+
+LOCATORS = ("nonscalar", "inplace", "fp16-params", "bf16-params", "none")
+EXPLAIN_KEYS = ("what", "why", "fix", "fix_safety")
+
+
+class KnowledgeError(Exception):
+    """A knowledge entry is malformed; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    log: str
+    fields: Tuple[Tuple[str, str], ...] = ()
+    before: str = ""      # fix examples only: source of train.py before the patch
+    after: str = ""       # ... and after it
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    title: str
+    exception_types: Tuple[str, ...]
+    keywords: Tuple[str, ...]          # literal substrings; cheap prefilter for big logs
+    patterns: Tuple["re.Pattern[str]", ...]
+    aliases: Tuple[str, ...]           # fuzzy fallback
+    exclude: Tuple["re.Pattern[str]", ...]
+    fuzzy_threshold: float
+    locate: str
+    fixes: Tuple[str, ...]
+    references: Tuple[str, ...]
+    explain: Tuple[Tuple[str, str], ...]
+    examples: Tuple[Example, ...] = ()
+    counterexamples: Tuple[Example, ...] = ()
+    fix_examples: Tuple[Example, ...] = ()
+    source: str = ""
+
+    def explanation(self, key: str) -> str:
+        return dict(self.explain).get(key, "")
+
+
+def _builtin_dir() -> Path:
+    # In a checkout (and an editable install) knowledge/ sits beside the package; in a wheel it is
+    # installed as the package tracefix.knowledge.
+    if BUILTIN_DIR.is_dir():
+        return BUILTIN_DIR
+    try:
+        import tracefix.knowledge as pkg  # type: ignore[import-not-found]
+    except ImportError:
+        return BUILTIN_DIR
+    return Path(pkg.__file__).resolve().parent
+
+
+def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False) -> List[Entry]:
+    """Built-in entries, then user entries; a user entry with a built-in id replaces it.
+
+    Diagnosis needs no examples: without ``examples`` only the part of each file before its first
+    array of tables (``[[examples]]``...) is parsed, which keeps start-up fast.
+    """
+    by_id: Dict[str, Entry] = {}
+    for directory in [_builtin_dir(), *map(Path, extra_dirs)]:
+        if not directory.is_dir():
+            raise KnowledgeError(f"{directory}: not a directory")
+        for path in sorted(directory.glob("*.toml")):
+            entry = load_entry(path, examples)
+            by_id[entry.id] = entry
+    return list(by_id.values())
+
+
+_ARRAY_TABLE = re.compile(r"^\[\[", re.MULTILINE)
+
+
+def load_entry(path: Path, examples: bool = True) -> Entry:
+    try:
+        text = path.read_text(encoding="utf-8")
+        head = text
+        if not examples:
+            m = _ARRAY_TABLE.search(text)
+            head = text[: m.start()] if m else text
+        try:
+            data = tomllib.loads(head)
+        except tomllib.TOMLDecodeError:
+            if head is text:
+                raise
+            data = tomllib.loads(text)  # the cut fell inside a string: parse it all
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnowledgeError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise KnowledgeError(f"{path}: invalid TOML: {exc}") from None
+    return _build(path, data)
+
+
+def _field(path: Path, data: Dict[str, Any], name: str, kind: type, default: Any = None) -> Any:
+    if name not in data:
+        if default is None:
+            raise KnowledgeError(f"{path}: missing field '{name}'")
+        return default
+    value = data[name]
+    if not isinstance(value, kind):
+        raise KnowledgeError(f"{path}: field '{name}' must be a {kind.__name__}")
+    if kind is list and not all(isinstance(v, (str, dict)) for v in value):
+        raise KnowledgeError(f"{path}: field '{name}' has an item of the wrong type")
+    return value
+
+
+def _strings(path: Path, data: Dict[str, Any], name: str, required: bool = False) -> Tuple[str, ...]:
+    values = _field(path, data, name, list, None if required else [])
+    if required and not values:
+        raise KnowledgeError(f"{path}: field '{name}' must not be empty")
+    for v in values:
+        if not isinstance(v, str) or not v:
+            raise KnowledgeError(f"{path}: field '{name}' must hold non-empty strings")
+    return tuple(values)
+
+
+def _regexes(path: Path, name: str, sources: Tuple[str, ...]) -> Tuple["re.Pattern[str]", ...]:
+    compiled = []
+    for i, src in enumerate(sources):
+        try:
+            compiled.append(re.compile(src, re.IGNORECASE))
+        except re.error as exc:
+            raise KnowledgeError(f"{path}: field '{name}[{i}]' is not a valid regex: {exc}") from None
+    return tuple(compiled)
+
+
+def _examples(path: Path, data: Dict[str, Any], name: str, need_source: bool = False) -> Tuple[Example, ...]:
+    out = []
+    for i, item in enumerate(_field(path, data, name, list, [])):
+        where = f"{name}[{i}]"
+        if not isinstance(item, dict):
+            raise KnowledgeError(f"{path}: field '{where}' must be a table")
+        log = item.get("log")
+        if not isinstance(log, str) or not log.strip():
+            raise KnowledgeError(f"{path}: field '{where}.log' must be a non-empty string")
+        fields = item.get("fields", {})
+        if not isinstance(fields, dict):
+            raise KnowledgeError(f"{path}: field '{where}.fields' must be a table")
+        before, after = item.get("before", ""), item.get("after", "")
+        if need_source and not (isinstance(before, str) and isinstance(after, str) and before and after):
+            raise KnowledgeError(f"{path}: field '{where}' needs 'before' and 'after' source strings")
+        out.append(Example(name=str(item.get("name", f"{name}-{i}")), log=log,
+                           fields=tuple((str(k), str(v)) for k, v in fields.items()),
+                           before=before, after=after))
+    return tuple(out)
+
+
+def _build(path: Path, data: Dict[str, Any]) -> Entry:
+    entry_id = _field(path, data, "id", str)
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", entry_id):
+        raise KnowledgeError(f"{path}: field 'id' must be lowercase letters, digits and dashes")
+    locate = _field(path, data, "locate", str, "none")
+    if locate not in LOCATORS:
+        raise KnowledgeError(f"{path}: field 'locate' must be one of {', '.join(LOCATORS)}")
+    if "explain" not in data:
+        raise KnowledgeError(f"{path}: missing field 'explain' (the [explain] table must come before any [[examples]])")
+    explain = _field(path, data, "explain", dict)
+    for key in EXPLAIN_KEYS:
+        if not isinstance(explain.get(key), str) or not explain[key].strip():
+            raise KnowledgeError(f"{path}: field 'explain.{key}' must be a non-empty string")
+    threshold = data.get("fuzzy_threshold", 90)
+    if not isinstance(threshold, (int, float)) or not 50 <= threshold <= 100:
+        raise KnowledgeError(f"{path}: field 'fuzzy_threshold' must be a number from 50 to 100")
+    patterns = _strings(path, data, "patterns", required=True)
+    exclude = _strings(path, data, "exclude")
+    return Entry(
+        id=entry_id,
+        title=_field(path, data, "title", str),
+        exception_types=_strings(path, data, "exception_types", required=True),
+        keywords=_strings(path, data, "keywords", required=True),
+        patterns=_regexes(path, "patterns", patterns),
+        aliases=_strings(path, data, "aliases"),
+        exclude=_regexes(path, "exclude", exclude),
+        fuzzy_threshold=float(threshold),
+        locate=locate,
+        fixes=_strings(path, data, "fixes"),
+        references=_strings(path, data, "references"),
+        explain=tuple((k, explain[k].strip()) for k in EXPLAIN_KEYS),
+        examples=_examples(path, data, "examples"),
+        counterexamples=_examples(path, data, "counterexamples"),
+        fix_examples=_examples(path, data, "fix_examples", need_source=True),
+        source=str(path),
+    )
+
+
+def find_entry(entries: Iterable[Entry], entry_id: str) -> Optional[Entry]:
+    return next((e for e in entries if e.id == entry_id), None)

@@ -1,0 +1,638 @@
+"""Find tracebacks and bare error lines in a log: bytes in, ``Traceback`` records out.
+
+Streaming and bounded: the input is read in chunks; a chunk in the middle of a big log is only
+parsed line by line when it holds one of a few long needles (cheap ``bytes.__contains__``), the
+first few MiB and the final chunk always are.  Knows logs, knows nothing of PyTorch: the caller
+passes its keywords and a ``bare`` predicate for messages pasted without a traceback.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field, replace
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from tracefix.records import Frame, Traceback
+
+CHUNK = 1 << 20
+FULL_SCAN = 8 << 20          # always parse this much of the head: small pastes get every heuristic
+MAX_LINE = 8192              # longer lines are cut: a 1 GB progress line must not reach the regexes
+MAX_CARRY = 1 << 20          # an unterminated line longer than this keeps only its tail
+MAX_FRAMES_HEAD, MAX_FRAMES_TAIL = 40, 200   # a 10,000-frame stack keeps both ends
+MAX_MESSAGE_LINES, MAX_MESSAGE_CHARS = 30, 8192
+HEADER = "Traceback (most recent call last)"
+NEEDLES = (HEADER.encode(), b"Error detected in")
+
+# --- line cleaning -------------------------------------------------------------------------
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_RANK = re.compile(
+    r"^\s*(?:\[(?:rank|default|trainer)(?P<r1>\d+)\]:?|\[(?P<r2>\d+),\d+\]<std(?:err|out)>:|(?P<r3>\d{1,4}):(?=\s{0,3}(?:Traceback|File \"|\w+(?:Error|Exception)\b)))\s?"
+)
+_TIMESTAMP = re.compile(
+    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+    r"(?:\s*[-|]?\s*(?:\[?[A-Za-z_][\w.]*\]?\s*[-|:]\s*)?(?:\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?)\s*[-|:]?)?\s?"
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]\s?"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.<>]*:)"
+)
+_PYTEST_E = re.compile(r"^E {1,8}")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_QUOTE = re.compile(r"^\s*>(?: |$)")
+
+# --- structure ------------------------------------------------------------------------------
+_FILE = re.compile(r'^(?P<ind>\s*)File "(?P<path>[^"]{1,1000})", line (?P<line>\d+)(?:, in (?P<func>.*))?$')
+_IPY_FILE = re.compile(r"^(?P<ind>\s*)File (?P<path>[^\s\"].{0,1000}?):(?P<line>\d+), in (?P<func>.*)$")
+_IPY_CELL = re.compile(r"^(?P<ind>\s*)(?:Cell|Input) In ?\[(?P<cell>[\d ]*)\], line (?P<line>\d+)(?:, in (?P<func>.*))?$")
+_IPY_OLD = re.compile(r"^(?P<ind>\s*)(?P<path>(?:<ipython-input-[\w-]+>|[~/.A-Za-z]\S*\.py|[A-Za-z]:\\.{1,1000}?\.py)) in (?P<func>[\w<>.]+)\(.*$")
+_IPY_ARROW = re.compile(r"^-*> ?(?P<line>\d+)\s(?P<code>.*)$")
+_IPY_CONTEXT = re.compile(r"^\s*\d+\s")
+_IPY_RULE = re.compile(r"^-{20,}$")
+_IPY_HEAD = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
+_RICH_FRAME = re.compile(r"^[│|┃]\s*(?P<path>\S.{0,1000}?):(?P<line>\d+) in (?P<func>\S+)\s*[│|┃]?\s*$")
+_RICH_CODE = re.compile(r"^[│|┃]\s*❱\s*(?P<line>\d+)\s*[│|┃]\s?(?P<code>.*?)\s*[│|┃]?\s*$")
+_RICH_END = re.compile(r"^\s*╰")
+_PYTEST_FRAME = re.compile(r"^(?P<path>[^\s:][^:]{0,1000}\.py):(?P<line>\d+):(?: in (?P<func>\S+))?(?:\s+\w+)?$")
+_PYTEST_CODE = re.compile(r"^>\s+(?P<code>\S.*)$")
+_CARET = re.compile(r"^\s*[~^]+\s*$")
+_EXC = re.compile(
+    r"^(?P<ind>\s*)(?P<type>(?:[A-Za-z_]\w*(?:\.|::))*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)|Error|StopIteration))"
+    r"(?::\s?(?P<msg>.*)|\s*)$"
+)
+_CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+_ANOMALY = re.compile(
+    r"(?:Error detected in (?P<node>[\w:.]+)\.\s*)?(?:Previous calculation was induced by (?P<prev>[\w:.]+)\.\s*)?"
+    r"Traceback of forward call that (?:caused the error|induced the previous calculation):?"
+)
+_WORDY = re.compile(r"[A-Za-z]{2}")   # a message continuation line has words, not binary debris
+_REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
+_LOGLINE = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|[IWEF]\d{4} \d{2}:|=====|\*{5}|Epoch\b|\d+%\|)")
+_FLAT_SPLIT = re.compile(r'\s+(?=File "[^"]+", line \d+)')
+_FLAT_EXC = re.compile(r"\s(?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")
+_FLAT_CODE = re.compile(r'^(File "[^"]+", line \d+, in \S+)\s+(.+)$')
+
+
+def clean_line(text: str) -> str:
+    """Drop terminal escapes and control characters; cut overlong lines."""
+    if len(text) > MAX_LINE:
+        text = text[:MAX_LINE]
+    if "\x1b" in text or "\x9b" in text:
+        text = _ANSI.sub("", text)
+    return _CONTROL.sub("", text).rstrip()
+
+
+def split_prefix(text: str) -> Tuple[Optional[int], str]:
+    """Strip rank, timestamp/logger and pytest prefixes; return (rank, rest)."""
+    rank = None
+    m = _RANK.match(text)
+    if m:
+        rank = int(m.group("r1") or m.group("r2") or m.group("r3"))
+        text = text[m.end():]
+    m = _TIMESTAMP.match(text)
+    if m and m.end() > 0:
+        text = text[m.end():]
+        m = _RANK.match(text)
+        if m and rank is None:
+            rank = int(m.group("r1") or m.group("r2") or m.group("r3"))
+            text = text[m.end():]
+    return rank, text
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+# --- decoding --------------------------------------------------------------------------------
+def _sniff(head: bytes) -> Optional[str]:
+    if head.startswith(codecs.BOM_UTF32_LE) or head.startswith(codecs.BOM_UTF32_BE):
+        return "utf-32"
+    sample = head[:4096]
+    if head.startswith(codecs.BOM_UTF16_LE) or head.startswith(codecs.BOM_UTF16_BE):
+        # A BOM followed by text without NUL bytes is UTF-8 garbage that happens to start with FF FE.
+        zeros = sample[3::2].count(0) if head.startswith(codecs.BOM_UTF16_LE) else sample[2::2].count(0)
+        if len(sample) < 64 or zeros > 0.2 * (len(sample) // 2):
+            return "utf-16"
+        return None
+    if len(sample) >= 8:
+        even, odd = sample[0::2].count(0), sample[1::2].count(0)
+        half = len(sample) // 2
+        if odd > 0.4 * half and even < 0.05 * half:
+            return "utf-16-le"
+        if even > 0.4 * half and odd < 0.05 * half:
+            return "utf-16-be"
+    return None
+
+
+def _utf8_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:
+    """Raw chunks, transcoded to UTF-8 when the input is UTF-16/32 (PowerShell 5 redirection)."""
+    read = getattr(stream, "read1", None) or stream.read
+    first = b""
+    while len(first) < 4096:
+        try:
+            piece = read(size)
+        except (OSError, ValueError):
+            piece = b""
+        if not piece:
+            break
+        first += piece
+        if len(first) >= 4:
+            break
+    encoding = _sniff(first)
+    if encoding is None:
+        if first:
+            yield first
+        while True:
+            try:
+                piece = read(size)
+            except (OSError, ValueError):  # interrupted or closed stdin: diagnose what we have
+                return
+            if not piece:
+                return
+            yield piece
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    piece = first
+    while piece:
+        text = decoder.decode(piece)
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        yield text.encode("utf-8", "replace")
+        try:
+            piece = read(size)
+        except (OSError, ValueError):
+            break
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8", "replace")
+
+
+def _line_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:
+    """Chunks cut at line ends (\\n or \\r), so no line is split between two of them."""
+    carry = b""
+    for piece in _utf8_chunks(stream, size):
+        data = carry + piece if carry else piece
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        if cut < 0:
+            carry = data if len(data) <= MAX_CARRY else data[-MAX_LINE:]
+            continue
+        carry = data[cut + 1:]
+        if len(carry) > MAX_CARRY:
+            carry = carry[-MAX_LINE:]
+        yield data[: cut + 1]
+    if carry:
+        yield carry
+
+
+def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[Tuple[int, Optional[bytes]]]:
+    """(first line number, chunk) for chunks worth parsing; (n, None) marks a skipped gap.
+
+    A chunk is parsed when it is in the head, is the last one, holds a needle, or neighbours a
+    chunk that holds one (a traceback can straddle the cut; an anomaly block precedes its error).
+    Line numbers stop counting across skipped chunks: counting them would cost a second pass.
+    """
+    consumed = 0
+    line_no = 1
+    before_hit = False                       # did the chunk before the held one hit?
+    held: Optional[Tuple[bytes, bool]] = None  # the chunk waiting for its successor's verdict
+    for chunk in _line_chunks(stream, size):
+        hit = consumed < FULL_SCAN or any(n in chunk for n in needles)
+        consumed += len(chunk)
+        if held is not None:
+            h_chunk, h_hit = held
+            if h_hit or before_hit or hit:
+                yield line_no, h_chunk
+                line_no += h_chunk.count(b"\n")
+            else:
+                yield line_no, None
+            before_hit = h_hit
+        held = (chunk, hit)
+    if held is not None:
+        yield line_no, held[0]
+
+
+def _lines(chunk: bytes) -> List[str]:
+    return chunk.decode("utf-8", "replace").splitlines()
+
+
+def _unflatten(text: str) -> List[str]:
+    """A traceback pasted onto one line: put its frames and exception back on lines of their own."""
+    head, _, rest = text.partition(HEADER)
+    out = [head + HEADER + ":"] if not head.strip() else [head, HEADER + ":"]
+    pieces = _FLAT_SPLIT.split(rest.lstrip(": "))
+    for i, piece in enumerate(pieces):
+        piece = piece.strip()
+        if not piece.startswith("File "):
+            continue
+        if i == len(pieces) - 1:
+            parts = _FLAT_EXC.split(piece)
+            piece, exc = parts[0], " ".join(parts[1:])
+        else:
+            exc = ""
+        m = _FLAT_CODE.match(piece)
+        if m:
+            out += ["  " + m.group(1), "    " + m.group(2)]
+        else:
+            out.append("  " + piece)
+        if exc:
+            out.append(exc)
+    return out
+
+
+# --- the state machine -----------------------------------------------------------------------
+@dataclass
+class _Builder:
+    """Accumulates one traceback for one rank."""
+
+    line_no: int
+    rank: Optional[int]
+    base_indent: int = 0
+    has_header: bool = False
+    style: str = "py"              # py | ipython | rich | pytest
+    frames: List[Frame] = field(default_factory=list)
+    dropped_frames: int = 0
+    exc_type: Optional[str] = None
+    message: List[str] = field(default_factory=list)
+    message_chars: int = 0
+    anomaly: Tuple[Tuple[Frame, ...], Optional[str]] = ((), None)
+    last_file_indent: int = -1
+    awaiting_code: bool = False
+
+    def add_frame(self, frame: Frame, indent: int = 0) -> None:
+        if len(self.frames) >= MAX_FRAMES_HEAD + MAX_FRAMES_TAIL:
+            del self.frames[MAX_FRAMES_HEAD]
+            self.dropped_frames += 1
+        self.frames.append(frame)
+        self.last_file_indent = indent
+        self.awaiting_code = True
+
+    def set_code(self, code: str) -> None:
+        if self.frames and self.awaiting_code:
+            f = self.frames[-1]
+            self.frames[-1] = Frame(f.path, f.line, f.func, code.strip())
+        self.awaiting_code = False
+
+    def set_line(self, line: int, code: str) -> None:
+        if self.frames:
+            f = self.frames[-1]
+            self.frames[-1] = Frame(f.path, line or f.line, f.func, code.strip())
+        self.awaiting_code = False
+
+    def add_message(self, text: str) -> bool:
+        if len(self.message) >= MAX_MESSAGE_LINES or self.message_chars >= MAX_MESSAGE_CHARS:
+            return False
+        self.message.append(text)
+        self.message_chars += len(text)
+        return True
+
+    def build(self, cause_of_next: bool = False) -> Traceback:
+        return Traceback(
+            exc_type=self.exc_type,
+            message="\n".join(self.message).strip()[:MAX_MESSAGE_CHARS],
+            frames=tuple(self.frames),
+            anomaly_frames=self.anomaly[0],
+            anomaly_node=self.anomaly[1],
+            cause_of_next=cause_of_next,
+            rank=self.rank,
+            line_no=self.line_no,
+            has_header=self.has_header,
+        )
+
+
+@dataclass
+class _Anomaly:
+    node: Optional[str]
+    frames: List[Frame] = field(default_factory=list)
+    open: bool = True
+    age: int = 0
+
+
+class _RankParser:
+    """Line-by-line parser for the lines of one rank (ranks interleave in torchrun logs)."""
+
+    ANOMALY_TTL = 400   # lines an anomaly block waits for its exception
+
+    def __init__(self, rank: Optional[int], bare: Optional[Callable[[str], bool]]):
+        self.rank = rank
+        self.bare = bare
+        self.cur: Optional[_Builder] = None
+        self.state = "idle"          # idle | frames | message
+        self.anomaly: Optional[_Anomaly] = None
+        self.chain_pending = False
+        self.out: List[Traceback] = []
+
+    # -- emit --
+    def _emit(self, cause_of_next: bool = False) -> None:
+        cur, self.cur = self.cur, None
+        self.state = "idle"
+        if cur is None:
+            return
+        if not cur.frames and cur.exc_type is None and not cur.message:
+            return
+        self.out.append(cur.build(cause_of_next))
+
+    def _start(self, line_no: int, header: bool, indent: int) -> _Builder:
+        chained = self.chain_pending
+        if self.cur is not None:
+            self._emit(cause_of_next=chained)
+        elif chained and self.out:
+            self.out[-1] = replace(self.out[-1], cause_of_next=True)
+        self.chain_pending = False
+        b = _Builder(line_no=line_no, rank=self.rank, base_indent=indent, has_header=header)
+        if self.anomaly is not None and not self.anomaly.open:
+            b.anomaly = (tuple(self.anomaly.frames), self.anomaly.node)
+            self.anomaly = None
+        return b
+
+    def finish(self) -> None:
+        if self.cur is not None:
+            self._emit()
+
+    def gap(self) -> None:
+        """Lines were skipped: nothing spans a gap."""
+        self.finish()
+        self.anomaly = None
+        self.chain_pending = False
+
+    # -- feed --
+    def feed(self, text: str, line_no: int) -> None:
+        if self.anomaly is not None:
+            self.anomaly.age += 1
+            if self.anomaly.age > self.ANOMALY_TTL:
+                self.anomaly = None
+        if not text.strip():
+            self._blank()
+            return
+        if HEADER in text and 'File "' in text[text.index(HEADER):]:
+            for piece in _unflatten(text):
+                self._feed(piece, line_no)
+            return
+        self._feed(text, line_no)
+
+    def _blank(self) -> None:
+        if self.state == "message":
+            self._emit()
+        elif self.cur is not None and self.cur.style == "ipython":
+            return
+        if self.anomaly is not None and self.anomaly.open and self.anomaly.frames:
+            self.anomaly.open = False
+
+    def _feed(self, text: str, line_no: int) -> None:
+        stripped = text.strip()
+        # anomaly-mode warning: its frames are the forward trace of the next error
+        if "Traceback of forward call" in text:
+            m = _ANOMALY.search(text)
+            if m:
+                if self.state == "message":
+                    self._emit()
+                self.anomaly = _Anomaly(node=m.group("node") or m.group("prev"))
+                return
+        if self.anomaly is not None and self.anomaly.open:
+            if self._anomaly_line(text, stripped):
+                return
+        if _CHAIN.search(text):
+            if self.cur is not None:
+                self._emit(cause_of_next=True)
+            elif self.out:
+                self.out[-1] = replace(self.out[-1], cause_of_next=True)
+            return
+        if HEADER in text:
+            self._header(text, line_no)
+            return
+        if self.cur is not None and self.cur.style == "rich" and self.state == "frames":
+            self._rich(text, stripped)
+            return
+        m = _FILE.match(text)
+        if m:
+            self._frame(m, line_no, _indent(text))
+            return
+        if self.state == "frames" and self.cur is not None:
+            if self._in_frames(text, stripped, line_no):
+                return
+        elif self.state == "idle":
+            if self._idle_frame(text, line_no):
+                return
+        self._other(text, stripped, line_no)
+
+    def _anomaly_line(self, text: str, stripped: str) -> bool:
+        a = self.anomaly
+        assert a is not None
+        m = _FILE.match(text)
+        if m:
+            a.frames.append(Frame(m.group("path"), int(m.group("line")), (m.group("func") or "").strip()))
+            return True
+        if stripped.startswith("(Triggered internally at") or "python_anomaly_mode.cpp" in stripped:
+            a.open = False
+            return True
+        if a.frames and not _CARET.match(text) and _indent(text) > 2 and not _EXC.match(stripped):
+            f = a.frames[-1]
+            if f.code is None:
+                a.frames[-1] = Frame(f.path, f.line, f.func, stripped)
+            return True
+        if _CARET.match(text):
+            return True
+        a.open = False
+        return False
+
+    def _header(self, text: str, line_no: int) -> None:
+        ipy = _IPY_HEAD.match(text.strip())
+        b = self._start(line_no, True, _indent(text))
+        if ipy:
+            b.style = "ipython"
+            b.exc_type = None
+        elif "╭" in text or "┏" in text:
+            b.style = "rich"
+        self.cur = b
+        self.state = "frames"
+
+    def _frame(self, m: "re.Match[str]", line_no: int, indent: int) -> None:
+        if self.cur is None or self.state != "frames":
+            self.cur = self._start(line_no, False, max(0, indent - 2))
+            self.state = "frames"
+        self.cur.add_frame(Frame(m.group("path"), int(m.group("line")), (m.group("func") or "").strip()), indent)
+
+    def _idle_frame(self, text: str, line_no: int) -> bool:
+        """A stack pasted without its header (mid-stack) in other layouts."""
+        for rx in (_IPY_CELL, _IPY_FILE):
+            m = rx.match(text)
+            if m:
+                self.cur = self._start(line_no, False, 0)
+                self.cur.style = "ipython"
+                self.state = "frames"
+                self._ipy_frame(m, rx)
+                return True
+        m = _PYTEST_FRAME.match(text.strip())
+        if m and m.group("func"):
+            self.cur = self._start(line_no, False, 0)
+            self.cur.style = "pytest"
+            self.state = "frames"
+            self.cur.add_frame(Frame(m.group("path"), int(m.group("line")), m.group("func")))
+            return True
+        return False
+
+    def _ipy_frame(self, m: "re.Match[str]", rx: "re.Pattern[str]") -> None:
+        assert self.cur is not None
+        if rx is _IPY_CELL:
+            path = f"Cell In[{m.group('cell').strip()}]"
+        else:
+            path = m.group("path")
+        line = int(m.group("line")) if "line" in m.groupdict() and m.group("line") else 0
+        self.cur.add_frame(Frame(path, line, (m.group("func") or "").strip()), _indent(m.string))
+
+    def _in_frames(self, text: str, stripped: str, line_no: int) -> bool:
+        cur = self.cur
+        assert cur is not None
+        if _CARET.match(text) or _REPEATED.match(text):
+            return True
+        if cur.style == "ipython" or _IPY_RULE.match(stripped):
+            if _IPY_RULE.match(stripped):
+                return True
+            for rx in (_IPY_CELL, _IPY_FILE, _IPY_OLD):
+                m = rx.match(text)
+                if m:
+                    cur.style = "ipython"
+                    self._ipy_frame(m, rx)
+                    return True
+            m = _IPY_ARROW.match(stripped)
+            if m:
+                cur.set_line(int(m.group("line")), m.group("code"))
+                return True
+            if _IPY_CONTEXT.match(text) and not _EXC.match(stripped):
+                return True
+        if cur.style == "pytest" or (stripped.startswith(">") and cur.style == "py"):
+            m = _PYTEST_CODE.match(stripped)
+            if m:
+                cur.style = "pytest"
+                cur.set_line(0, m.group("code"))
+                return True
+            m = _PYTEST_FRAME.match(stripped)
+            if m:
+                if m.group("func"):
+                    cur.add_frame(Frame(m.group("path"), int(m.group("line")), m.group("func")))
+                return True
+            if not _PYTEST_E.match(text) and not _EXC.match(stripped):
+                return True
+        if cur.awaiting_code and cur.frames and _indent(text) > cur.last_file_indent and not _EXC.match(stripped):
+            cur.set_code(stripped)
+            return True
+        if cur.awaiting_code and cur.frames and cur.style == "py" and _indent(text) > cur.base_indent:
+            # code line that happens to look like "Foo.BarError(...)" is still code
+            m = _EXC.match(stripped)
+            if m is None or m.group("msg") is None:
+                cur.set_code(stripped)
+                return True
+        return False
+
+    def _rich(self, text: str, stripped: str) -> None:
+        cur = self.cur
+        assert cur is not None
+        if _RICH_END.match(text):
+            self.state = "frames_done"
+            return
+        m = _RICH_FRAME.match(stripped)
+        if m:
+            cur.add_frame(Frame(m.group("path"), int(m.group("line")), m.group("func")))
+            return
+        m = _RICH_CODE.match(stripped)
+        if m:
+            cur.set_line(int(m.group("line")), m.group("code"))
+
+    def _other(self, text: str, stripped: str, line_no: int) -> None:
+        core = _PYTEST_E.sub("", stripped) if _PYTEST_E.match(stripped) else stripped
+        core = core.strip("`*_\"' ")
+        m = _EXC.match(core)
+        if m and (self.cur is not None and self.state in ("frames", "frames_done")):
+            self._exception(m)
+            return
+        if self.state == "message" and self.cur is not None:
+            if m and m.group("msg") is not None and self.cur.style == "pytest":
+                return
+            if _LOGLINE.match(text) or _FENCE.match(text):
+                self._emit()
+            elif (_indent(text) >= self.cur.base_indent and _WORDY.search(stripped) and "\ufffd" not in stripped
+                  and self.cur.add_message(stripped)):
+                return
+            else:
+                self._emit()
+        if self.cur is not None and self.state in ("frames", "frames_done") and not self.cur.frames:
+            self.cur = None
+            self.state = "idle"
+        if self.state in ("frames", "frames_done") and self.cur is not None:
+            # a stack whose exception line is missing or unrecognisable: keep it, message unknown
+            if m is None and not _LOGLINE.match(text) and self.cur.style == "py" and _indent(text) <= self.cur.base_indent:
+                self._exception_untyped(core)
+                return
+            if m is None:
+                return
+        if m and m.group("msg") is not None and not m.group("type").endswith("Warning"):
+            self.cur = self._start(line_no, False, _indent(core))
+            self._exception(m)
+            return
+        if self.bare is not None and self.bare(core):
+            self.cur = self._start(line_no, False, 0)
+            self.cur.exc_type = None
+            self.cur.add_message(core)
+            self.state = "message"
+
+    def _exception(self, m: "re.Match[str]") -> None:
+        cur = self.cur
+        assert cur is not None
+        etype = m.group("type")
+        if cur.style == "ipython" and cur.exc_type and etype.endswith(cur.exc_type):
+            pass
+        cur.exc_type = etype
+        cur.message = []
+        cur.message_chars = 0
+        msg = m.group("msg")
+        if msg:
+            cur.add_message(msg.strip())
+        self.state = "message"
+
+    def _exception_untyped(self, text: str) -> None:
+        cur = self.cur
+        assert cur is not None
+        cur.exc_type = None
+        cur.add_message(text)
+        self.state = "message"
+
+
+def read_tracebacks(
+    stream: BinaryIO,
+    keywords: Iterable[str] = (),
+    bare: Optional[Callable[[str], bool]] = None,
+    chunk_size: int = CHUNK,
+) -> Iterator[Traceback]:
+    """Yield every traceback or bare error message in ``stream``, in input order per rank.
+
+    ``keywords`` are literal strings whose presence makes a chunk of a big log worth parsing;
+    ``bare(line)`` says whether a line outside any traceback is an error message on its own.
+    """
+    needles = tuple(NEEDLES) + tuple(k.encode("utf-8") for k in keywords if k)
+    parsers: Dict[Optional[int], _RankParser] = {}
+
+    def parser(rank: Optional[int]) -> _RankParser:
+        p = parsers.get(rank)
+        if p is None:
+            if len(parsers) > 4096:   # bound: a log cannot make us keep unbounded parsers
+                parsers.clear()
+            p = parsers[rank] = _RankParser(rank, bare)
+        return p
+
+    for first_line, chunk in _windows(stream, needles, chunk_size):
+        if chunk is None:
+            for p in parsers.values():
+                p.gap()
+        else:
+            for offset, raw in enumerate(_lines(chunk)):
+                text = clean_line(raw)
+                if _FENCE.match(text):
+                    continue
+                if _QUOTE.match(text):
+                    text = _QUOTE.sub("", text, count=1)
+                rank, text = split_prefix(text)
+                parser(rank).feed(text, first_line + offset)
+        for p in parsers.values():
+            if p.out:
+                yield from p.out
+                p.out.clear()
+    for p in parsers.values():
+        p.finish()
+        yield from p.out
+        p.out.clear()

@@ -1,0 +1,89 @@
+"""Small frozen records passed down the pipeline (read -> match -> locate -> patch -> render).
+
+The JSON output is their plain serialisation, so what the tests assert is what users get.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One stack frame as the log shows it."""
+
+    path: str                    # exactly as printed ("/home/u/x.py", "C:\\a b\\x.py", "<ipython-input-3-ab>")
+    line: int                    # 1-based; 0 when the log does not say
+    func: str = ""
+    code: Optional[str] = None   # the source line the log echoed, stripped; None when absent
+
+
+@dataclass(frozen=True)
+class Traceback:
+    """One exception found in the log, with its stack (innermost frame last)."""
+
+    exc_type: Optional[str]      # "RuntimeError"; None when the paste lost the type
+    message: str                 # whole message, continuation lines joined with "\n"
+    frames: Tuple[Frame, ...] = ()
+    # Forward-call trace from an anomaly-mode warning printed before this exception.
+    anomaly_frames: Tuple[Frame, ...] = ()
+    anomaly_node: Optional[str] = None          # "ReluBackward0" from "Error detected in ReluBackward0"
+    cause_of_next: bool = False  # part of a chain: a later exception was raised while handling this one
+    rank: Optional[int] = None   # from "[rank3]:"-style prefixes
+    line_no: int = 0             # 1-based line in the input where the record starts
+    has_header: bool = False     # a "Traceback (most recent call last):" (or equivalent) was seen
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place in the user's project."""
+
+    path: str                    # relative to --root, "/"-separated
+    line: int
+    code: str                    # the local source line, stripped
+    local_path: str = ""         # absolute path on this machine
+    col: int = 0                 # 0-based column of the expression of interest
+
+
+@dataclass(frozen=True)
+class FixSite(Site):
+    """A line that must change, with why.  ``kind`` names the fix strategy the patcher uses.
+
+    Kinds: backward-receiver, autograd-grad, criterion-reduction, per-sample-return,
+    inplace-augassign, inplace-method, inplace-kwarg, inplace-subscript, inplace-out,
+    optimizer-step-between, model-cast, torch-dtype-fp16, default-dtype, param-dtype,
+    grad-scaler.
+    """
+
+    reason: str = ""
+    kind: str = ""
+    score: float = 0.0           # higher ranks first
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A proposed change to one or more files (unified diff) and how safe it is."""
+
+    summary: str
+    applicability: str           # "safe" | "unsafe"
+    reason: str                  # why unsafe ("" when safe)
+    diff: str                    # unified diff, paths relative to the root
+    files: Tuple[Tuple[str, str, str], ...] = field(default=(), repr=False, compare=False)
+    # files: (relative path, original text, patched text); used by --apply, not serialised
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    entry_id: str
+    title: str
+    confidence: float
+    traceback: Traceback
+    fields: Tuple[Tuple[str, str], ...] = ()       # captured pattern groups, e.g. (("node", "Relu"),)
+    ranks: Tuple[int, ...] = ()
+    crash_site: Optional[Site] = None
+    fix_sites: Tuple[FixSite, ...] = ()
+    patches: Tuple[Patch, ...] = ()
+    notes: Tuple[str, ...] = ()                     # e.g. "models/net.py changed since the log was written"
+
+    def field(self, name: str, default: str = "") -> str:
+        return dict(self.fields).get(name, default)

@@ -1,0 +1,235 @@
+"""Format a report for people and tools: rich, plain, json, quickfix.
+
+The only place that formats for humans.  Text that came from a log or a source file is untrusted:
+it is stripped of control characters and, in rich output, never parsed as markup.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Dict, List, Optional, Sequence, TextIO
+
+from tracefix import __version__
+from tracefix.knowledge import Entry, find_entry
+from tracefix.records import Diagnosis, FixSite, Patch, Site
+
+_UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """Remove escape and control characters (and bidi overrides) so the terminal shows text only."""
+    return _UNSAFE_CHARS.sub("", text)
+
+
+def _first_paragraph(text: str) -> str:
+    return text.strip().split("\n\n", 1)[0].replace("\n", " ")
+
+
+# --- json ---------------------------------------------------------------------------------
+def _site(site: Optional[Site], with_reason: bool = False) -> Optional[Dict]:
+    if site is None:
+        return None
+    out = {"path": site.path, "line": site.line, "code": site.code, "local_path": site.local_path}
+    if with_reason and isinstance(site, FixSite):
+        out.update(col=site.col, reason=site.reason, kind=site.kind, score=site.score)
+    return out
+
+
+def _patch(p: Patch) -> Dict:
+    return {"summary": p.summary, "applicability": p.applicability, "reason": p.reason, "diff": p.diff}
+
+
+def as_dict(diagnoses: Sequence[Diagnosis], unrecognized: Sequence, extra: Optional[Dict] = None) -> Dict:
+    out = {
+        "version": __version__,
+        "diagnoses": [
+            {
+                "id": d.entry_id,
+                "title": d.title,
+                "confidence": d.confidence,
+                "exception": {"type": d.traceback.exc_type, "message": d.traceback.message},
+                "fields": dict(d.fields),
+                "ranks": list(d.ranks),
+                "crash_site": _site(d.crash_site),
+                "fix_sites": [_site(f, True) for f in d.fix_sites],
+                "patches": [_patch(p) for p in d.patches],
+                "notes": list(d.notes),
+            }
+            for d in diagnoses
+        ],
+        "unrecognized": [{"type": t, "message": m} for t, m in unrecognized],
+    }
+    if extra:
+        out.update(extra)
+    return out
+
+
+def render_json(out: TextIO, diagnoses, unrecognized, extra: Optional[Dict] = None) -> None:
+    # ensure_ascii keeps any control character from the log escaped as \uXXXX
+    json.dump(as_dict(diagnoses, unrecognized, extra), out, indent=2, ensure_ascii=True)
+    out.write("\n")
+
+
+# --- quickfix -----------------------------------------------------------------------------
+def render_quickfix(out: TextIO, diagnoses: Sequence[Diagnosis], unrecognized=(), extra=None) -> None:
+    """``path:line:col: id: message`` — fix sites first, then the crash site."""
+    for d in diagnoses:
+        for f in d.fix_sites:
+            out.write(safe(f"{f.path}:{f.line}:{f.col + 1}: {d.entry_id}: fix here: {f.reason}") + "\n")
+        c = d.crash_site
+        if c is not None:
+            msg = d.traceback.message.split("\n", 1)[0][:200]
+            out.write(safe(f"{c.path}:{c.line}:{c.col + 1}: {d.entry_id}: crashed here: "
+                           f"{d.traceback.exc_type or 'error'}: {msg}") + "\n")
+
+
+# --- plain --------------------------------------------------------------------------------
+def _plain_site(label: str, site: Site, reason: str = "") -> List[str]:
+    head = f"  {label}{site.path}:{site.line}"
+    if reason:
+        head += f"  ({reason})"
+    return [head, f"      {site.code}"]
+
+
+def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
+    exc = d.traceback
+    lines = [f"{d.entry_id}: {d.title}  [confidence {d.confidence:.2f}]"]
+    first = exc.message.split("\n", 1)[0]
+    if len(first) > 300:
+        first = first[:300] + "..."
+    lines.append(f"  {exc.exc_type + ': ' if exc.exc_type else ''}{first}")
+    if d.ranks:
+        lines.append(f"  ranks: {', '.join(map(str, d.ranks))}")
+    if entry is not None:
+        lines += ["", f"  What happens: {_first_paragraph(entry.explanation('what'))}",
+                  f"  Why: {_first_paragraph(entry.explanation('why'))}"]
+    lines.append("")
+    if d.crash_site is not None:
+        lines += _plain_site("crash site: ", d.crash_site)
+    else:
+        lines.append("  crash site: not in a file under --root")
+    if d.fix_sites:
+        lines += _plain_site("fix site:   ", d.fix_sites[0], d.fix_sites[0].reason)
+        for f in d.fix_sites[1:5]:
+            lines += _plain_site("also:       ", f, f.reason)
+    else:
+        lines.append("  fix site:   none found in the project")
+    for note in d.notes:
+        lines.append(f"  note: {note}")
+    for i, p in enumerate(d.patches, 1):
+        tag = "recommended" if i == 1 else f"alternative {i - 1}"
+        lines += ["", f"  patch {i} ({tag}, {p.applicability}): {p.summary}"]
+        if p.reason:
+            lines.append(f"    unsafe because: {p.reason}")
+        lines += ["    " + ln for ln in p.diff.rstrip("\n").split("\n")] if p.diff else []
+    if entry is not None:
+        lines += ["", f"  How to fix: {_first_paragraph(entry.explanation('fix'))}",
+                  f"  (tracefix explain {d.entry_id} for the whole story)"]
+    return lines
+
+
+def render_plain(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None) -> None:
+    for i, d in enumerate(diagnoses):
+        if i:
+            out.write("\n")
+        out.write("\n".join(safe(ln) for ln in plain_lines(d, find_entry(entries, d.entry_id))) + "\n")
+    if not diagnoses:
+        out.write("tracefix: no known PyTorch error found in the input\n")
+    for t, m in unrecognized:
+        out.write(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]) + "\n")
+    for k, v in (extra or {}).items():
+        out.write(safe(f"{k.replace('_', ' ')}: {v}") + "\n")
+
+
+# --- rich ---------------------------------------------------------------------------------
+def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None,
+                color: Optional[bool] = None) -> None:
+    from rich.console import Console, Group
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    console = Console(file=out, force_terminal=color, no_color=(color is False), highlight=False,
+                      emoji=False, markup=False)
+
+    def excerpt(label: str, site: Site, reason: str = "") -> List:
+        head = Text()
+        head.append(label, style="bold")
+        head.append(safe(f"{site.path}:{site.line}"), style="cyan")
+        if reason:
+            head.append("  " + safe(reason), style="italic")
+        parts: List = [head]
+        src = _context(site)
+        if src is not None:
+            text, start = src
+            parts.append(Syntax(text, "python", line_numbers=True, start_line=start,
+                                highlight_lines={site.line}, theme="ansi_dark", word_wrap=True))
+        else:
+            parts.append(Text("    " + safe(site.code)))
+        return parts
+
+    for d in diagnoses:
+        entry = find_entry(entries, d.entry_id)
+        body: List = []
+        exc = d.traceback
+        msg = Text(safe(f"{exc.exc_type + ': ' if exc.exc_type else ''}{exc.message.splitlines()[0] if exc.message else ''}"[:400]),
+                   style="red")
+        body.append(msg)
+        if d.ranks:
+            body.append(Text(f"ranks: {', '.join(map(str, d.ranks))}", style="dim"))
+        if entry is not None:
+            body.append(Text(safe(_first_paragraph(entry.explanation("what")))))
+            body.append(Text(safe("Why: " + _first_paragraph(entry.explanation("why"))), style="dim"))
+        if d.crash_site is not None:
+            body += excerpt("crash site: ", d.crash_site)
+        if d.fix_sites:
+            body += excerpt("fix site:   ", d.fix_sites[0], d.fix_sites[0].reason)
+            for f in d.fix_sites[1:5]:
+                head = Text("also:       ", style="bold")
+                head.append(safe(f"{f.path}:{f.line}"), style="cyan")
+                head.append("  " + safe(f.reason), style="italic")
+                body.append(head)
+        else:
+            body.append(Text("fix site: none found in the project", style="yellow"))
+        for note in d.notes:
+            body.append(Text("note: " + safe(note), style="yellow"))
+        for i, p in enumerate(d.patches, 1):
+            tag = "recommended" if i == 1 else f"alternative {i - 1}"
+            t = Text(f"patch {i} ({tag}, {p.applicability}): ", style="bold green" if p.applicability == "safe" else "bold yellow")
+            t.append(safe(p.summary))
+            body.append(t)
+            if p.reason:
+                body.append(Text("  unsafe because: " + safe(p.reason), style="yellow"))
+            if p.diff:
+                body.append(Syntax(safe(p.diff), "diff", theme="ansi_dark"))
+        if entry is not None:
+            body.append(Text(safe("How to fix: " + _first_paragraph(entry.explanation("fix")))))
+        title = Text(f"{d.entry_id}: ", style="bold")
+        title.append(safe(d.title))
+        title.append(f"  [{d.confidence:.2f}]", style="dim")
+        console.print(Panel(Group(*body), title=title, title_align="left", border_style="red"))
+    if not diagnoses:
+        console.print(Text("tracefix: no known PyTorch error found in the input", style="yellow"))
+    for t, m in unrecognized:
+        console.print(Text(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]), style="dim"))
+    for k, v in (extra or {}).items():
+        console.print(Text(safe(f"{k.replace('_', ' ')}: {v}"), style="bold"))
+
+
+def _context(site: Site, around: int = 2):
+    """A few local lines around the site, read lazily (only rich output shows them)."""
+    if not site.local_path:
+        return None
+    try:
+        with open(site.local_path, encoding="utf-8", errors="replace") as fh:
+            lines = []
+            for i, line in enumerate(fh, 1):
+                if i > site.line + around:
+                    break
+                if i >= site.line - around:
+                    lines.append(safe(line.rstrip("\r\n")))
+    except OSError:
+        return None
+    if not lines:
+        return None
+    return "\n".join(lines), max(1, site.line - around)
