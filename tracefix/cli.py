@@ -121,83 +121,22 @@ def _root(root: Optional[str]) -> Path:
 
 
 def diagnose_streams(sources, entries, root: Path, patches: bool):
-    from tracefix.pipeline import Report, collect, locate_all, propose_all
+    from tracefix.pipeline import collect, merge
 
-    diags, unknown = [], []
+    reports = []
     for _name, stream in sources:
         try:
-            report = collect(stream, entries)
+            reports.append(collect(stream, entries))
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-        diags += report.diagnoses
-        unknown += [u for u in report.unrecognized if u not in unknown]
-    report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root)
-    if patches and report.diagnoses:
-        report = propose_all(report, root)
-    return report
+    return merge(reports, entries, root, patches)
 
 
 def emit(report, fmt: str, entries, extra: Optional[Dict] = None) -> None:
-    from tracefix import render
+    from tracefix.render import emit as render_emit
 
-    out = sys.stdout
-    if fmt == "json":
-        render.render_json(out, report.diagnoses, report.unrecognized, extra)
-    elif fmt == "quickfix":
-        render.render_quickfix(out, report.diagnoses)
-    elif fmt == "plain":
-        render.render_plain(out, report.diagnoses, report.unrecognized, entries, extra)
-    else:
-        render.render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=_color())
-    out.flush()
-
-
-def apply_patches(report, root: Path, pick: Optional[int]) -> Tuple[List[str], List[str]]:
-    """Write the recommended patch of every settled diagnosis; return (written, problems)."""
-    from tracefix.patcher import PatchError, apply, settled
-
-    written, problems = [], []
-    for d in report.diagnoses:
-        if not d.patches:
-            problems.append(f"{d.entry_id}: no automatic patch (see the fix sites above)")
-            continue
-        if pick is None and not settled(d):
-            problems.append(f"{d.entry_id}: several fix sites are equally likely; nothing written "
-                            f"(choose one with --pick N, or run `tracefix run --anomaly` to pinpoint it)")
-            continue
-        index = (pick or 1) - 1
-        if not 0 <= index < len(d.patches):
-            problems.append(f"{d.entry_id}: --pick {pick}: there are {len(d.patches)} patches")
-            continue
-        stale = _stale_crash_site(d)
-        if stale:
-            problems.append(stale)
-            continue
-        try:
-            written += apply(d.patches[index], root)
-        except PatchError as exc:
-            problems.append(f"{d.entry_id}: {exc}")
-    return written, problems
-
-
-def _norm(code: Optional[str]) -> str:
-    return "".join((code or "").split())
-
-
-def _stale_crash_site(d) -> Optional[str]:
-    """Refuse when the crash line in the local file no longer reads what the traceback showed."""
-    site = d.crash_site
-    if site is None:
-        return None
-    base = site.path.rsplit("/", 1)[-1]
-    for frame in reversed(d.traceback.frames):
-        if frame.path.replace("\\", "/").rsplit("/", 1)[-1] == base and frame.code:
-            if _norm(frame.code) != _norm(site.code):
-                return (f"{site.path}:{site.line} no longer reads {frame.code!r} as the traceback showed "
-                        f"(edited since the log was written?); nothing written")
-            return None
-    return None
+    render_emit(sys.stdout, report, fmt, entries, extra, color=_color())
 
 
 @click.group(cls=DefaultGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -233,7 +172,9 @@ def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     extra = None
     problems: List[str] = []
     if do_apply and report.diagnoses:
-        written, problems = apply_patches(report, root_path, pick)
+        from tracefix.pipeline import apply_recommended
+
+        written, problems = apply_recommended(report, root_path, pick)
         extra = {"applied": ", ".join(written) or "nothing"}
         if problems:
             code = EXIT_PATCH
@@ -287,6 +228,41 @@ def undo_cmd(root) -> None:
         click.echo("tracefix: nothing to undo")
         sys.exit(EXIT_NOTHING)
     click.echo("restored: " + ", ".join(restored))
+
+
+@main_group.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+                    epilog=EPILOG)
+@click.option("--apply", "do_apply", is_flag=True, help="Write the recommended patch when the command crashes.")
+@click.option("--verify", is_flag=True, help="After --apply, re-run until a few optimizer steps succeed.")
+@click.option("--steps", type=click.IntRange(1, 1000), default=2, show_default=True,
+              help="Successful backward passes + optimizer steps that --verify waits for.")
+@click.option("--anomaly", is_flag=True,
+              help="For an in-place error without a forward trace, re-run once under anomaly mode (slow) to pinpoint it.")
+@click.option("--root", type=click.Path(file_okay=False), default=None)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None)
+@click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path())
+@click.option("--pick", type=int, default=None)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def run_cmd(do_apply, verify, steps, anomaly, root, fmt, knowledge_dirs, pick, command) -> None:
+    """Run COMMAND (after --); if it crashes, diagnose it (and patch, verify)."""
+    from tracefix.runner import run_main
+
+    entries = _load(knowledge_dirs)
+    sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),
+                      apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=_color()))
+
+
+@main_group.command("hook")
+@click.option("--print-env", is_flag=True, required=True, help="Print the environment that enables the hooks.")
+@click.option("--anomaly", is_flag=True, help="Switch on torch.autograd anomaly detection.")
+@click.option("--verify-steps", type=click.IntRange(1, 1000), default=None,
+              help="End the process cleanly after N successful optimizer steps.")
+@click.option("--shell", type=click.Choice(["sh", "powershell", "cmd"]), default="sh", show_default=True)
+def hook_cmd(print_env, anomaly, verify_steps, shell) -> None:
+    """Print the environment to use tracefix's anomaly/verify hooks in your own launcher."""
+    from tracefix.runner import format_env, hook_env
+
+    click.echo(format_env(hook_env(anomaly=anomaly, verify_steps=verify_steps), shell))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -72,6 +72,67 @@ def propose_all(report: Report, root: Path) -> Report:
     return replace(report, diagnoses=tuple(replace(d, patches=propose(d, root)) for d in report.diagnoses))
 
 
+def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patches: bool) -> Report:
+    """Several logs' reports as one, located (and patched when asked)."""
+    diags: List[Diagnosis] = []
+    unknown: List[Tuple[str, str]] = []
+    for r in reports:
+        diags += r.diagnoses
+        unknown += [u for u in r.unrecognized if u not in unknown]
+    report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root)
+    if patches and report.diagnoses:
+        report = propose_all(report, root)
+    return report
+
+
 def diagnose(stream: BinaryIO, entries: Sequence[Entry], root: Path, patches: bool = False) -> Report:
-    report = locate_all(collect(stream, entries), entries, root)
-    return propose_all(report, root) if patches else report
+    """The whole diagnose path for one stream."""
+    return merge([collect(stream, entries)], entries, root, patches)
+
+
+def _norm_code(code: Optional[str]) -> str:
+    return "".join((code or "").split())
+
+
+def stale_crash_site(d: Diagnosis) -> Optional[str]:
+    """Why the crash line in the local file no longer reads what the traceback showed, or None."""
+    site = d.crash_site
+    if site is None:
+        return None
+    base = site.path.rsplit("/", 1)[-1]
+    for frame in reversed(d.traceback.frames):
+        if frame.path.replace("\\", "/").rsplit("/", 1)[-1] == base and frame.code:
+            if _norm_code(frame.code) != _norm_code(site.code):
+                return (f"{site.path}:{site.line} no longer reads {frame.code!r} as the traceback showed "
+                        f"(edited since the log was written?); nothing written")
+            return None
+    return None
+
+
+def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) -> Tuple[List[str], List[str]]:
+    """Write the recommended (or --pick N) patch of every settled diagnosis: (written, problems)."""
+    from tracefix.patcher import PatchError, apply, settled
+
+    written: List[str] = []
+    problems: List[str] = []
+    for d in report.diagnoses:
+        if not d.patches:
+            problems.append(f"{d.entry_id}: no automatic patch (see the fix sites above)")
+            continue
+        if pick is None and not settled(d):
+            problems.append(f"{d.entry_id}: several fix sites are equally likely; nothing written "
+                            f"(choose one with --pick N, or run `tracefix run --anomaly` to pinpoint it)")
+            continue
+        index = (pick or 1) - 1
+        if not 0 <= index < len(d.patches):
+            problems.append(f"{d.entry_id}: --pick {pick}: there are {len(d.patches)} patches")
+            continue
+        stale = stale_crash_site(d)
+        if stale:
+            problems.append(f"{d.entry_id}: {stale}")
+            continue
+        try:
+            written += apply(d.patches[index], root)
+        except PatchError as exc:
+            problems.append(f"{d.entry_id}: {exc}")
+    return written, problems

@@ -233,3 +233,17 @@ def _context(site: Site, around: int = 2):
     if not lines:
         return None
     return "\n".join(lines), max(1, site.line - around)
+
+
+def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Optional[Dict] = None,
+         color: Optional[bool] = None) -> None:
+    """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json or quickfix."""
+    if fmt == "json":
+        render_json(out, report.diagnoses, report.unrecognized, extra)
+    elif fmt == "quickfix":
+        render_quickfix(out, report.diagnoses)
+    elif fmt == "plain":
+        render_plain(out, report.diagnoses, report.unrecognized, entries, extra)
+    else:
+        render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=color)
+    out.flush()

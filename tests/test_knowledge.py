@@ -1,0 +1,109 @@
+"""Knowledge entries: schema, and every entry's own examples replayed (thefuck/TorchFix style)."""
+import io
+from pathlib import Path
+
+import pytest
+
+from tracefix.knowledge import KnowledgeError, load_entries, load_entry
+from tracefix.matcher import match
+from tracefix.pipeline import collect
+
+ENTRIES = load_entries(examples=True)
+KNOWN = {"nonscalar-backward", "inplace-modification", "fp16-unscale", "bf16-unscale"}
+
+
+def diagnose_text(text):
+    return collect(io.BytesIO(text.encode("utf-8")), ENTRIES)
+
+
+def test_builtin_entries_present_and_unique():
+    ids = [e.id for e in ENTRIES]
+    assert KNOWN <= set(ids)
+    assert len(ids) == len(set(ids))
+
+
+def test_runtime_load_skips_examples_but_keeps_the_rest():
+    fast = {e.id: e for e in load_entries()}
+    for e in ENTRIES:
+        f = fast[e.id]
+        assert f.patterns == e.patterns and f.explain == e.explain and f.keywords == e.keywords
+        assert not f.examples
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
+def test_entry_is_complete(entry):
+    assert entry.examples, "each entry carries its own positive examples"
+    assert entry.counterexamples, "each entry carries near-miss counterexamples"
+    for key in ("what", "why", "fix", "fix_safety"):
+        assert len(entry.explanation(key)) > 40
+    assert all(len(k) >= 10 for k in entry.keywords)
+
+
+POSITIVE = [(e, ex) for e in ENTRIES for ex in e.examples]
+NEGATIVE = [(e, ex) for e in ENTRIES for ex in e.counterexamples]
+
+
+@pytest.mark.parametrize("entry,example", POSITIVE, ids=[f"{e.id}:{x.name}" for e, x in POSITIVE])
+def test_example_is_recognised(entry, example):
+    report = diagnose_text(example.log)
+    ids = [d.entry_id for d in report.diagnoses]
+    assert ids and set(ids) == {entry.id}, (ids, report.unrecognized)
+    got = dict(report.diagnoses[0].fields)
+    for k, v in example.fields:
+        assert got.get(k) == v, (k, got)
+
+
+@pytest.mark.parametrize("entry,example", NEGATIVE, ids=[f"{e.id}:{x.name}" for e, x in NEGATIVE])
+def test_counterexample_is_not_recognised(entry, example):
+    report = diagnose_text(example.log)
+    assert entry.id not in [d.entry_id for d in report.diagnoses]
+
+
+def test_near_misses_match_no_entry_at_all():
+    """Near misses belong to no family (a counterexample may legitimately be another entry's hit)."""
+    others_positive = {x.log for _, x in POSITIVE}
+    for entry, example in NEGATIVE:
+        if example.log in others_positive:
+            continue
+        ids = [d.entry_id for d in diagnose_text(example.log).diagnoses]
+        assert ids == [] or entry.id not in ids, (entry.id, example.name, ids)
+
+
+def test_big_log_prefilter_sees_every_exact_example(tmp_path):
+    """Examples buried in the middle of a big log are still found (their keywords are needles)."""
+    filler = ("step 1 | loss 0.1234 | lr 1e-4 | it/s 35.1\n" * 30000).encode()   # > 1 MiB per block
+    for e in ENTRIES:
+        for ex in e.examples[:3]:
+            data = filler * 9 + ex.log.encode() + b"\n" + filler * 3   # past the always-parsed head
+            report = collect(io.BytesIO(data), ENTRIES)
+            assert e.id in [d.entry_id for d in report.diagnoses], (e.id, ex.name)
+
+
+BROKEN = [
+    ('title = "x"\n', "missing field 'id'"),
+    ('id = "Bad Id"\n', "field 'id'"),
+    ('id = "x"\ntitle = "t"\nexception_types = ["E"]\nkeywords = ["kkkkkkkkkkkk"]\npatterns = ["("]\n'
+     '[explain]\nwhat="w"\nwhy="y"\nfix="f"\nfix_safety="s"\n', "patterns[0]"),
+    ('id = "x"\ntitle = "t"\nexception_types = ["E"]\nkeywords = ["kkkkkkkkkkkk"]\npatterns = ["a"]\n'
+     '[explain]\nwhat="w"\nwhy="y"\nfix="f"\n', "explain.fix_safety"),
+    ('id = "x"\n[[examples\n', "invalid TOML"),
+]
+
+
+@pytest.mark.parametrize("text,needle", BROKEN)
+def test_broken_user_entry_names_file_and_field(tmp_path, text, needle):
+    p = tmp_path / "mine.toml"
+    p.write_text(text)
+    with pytest.raises(KnowledgeError) as info:
+        load_entries([tmp_path])
+    assert "mine.toml" in str(info.value) and needle in str(info.value)
+
+
+def test_user_entry_extends_the_base(tmp_path):
+    (tmp_path / "oom.toml").write_text(
+        'id = "cuda-oom"\ntitle = "Out of GPU memory"\nexception_types = ["OutOfMemoryError"]\n'
+        'keywords = ["CUDA out of memory"]\npatterns = [\'CUDA out of memory\']\n'
+        '[explain]\nwhat="w"\nwhy="y"\nfix="f"\nfix_safety="s"\n')
+    entries = load_entries([tmp_path])
+    report = collect(io.BytesIO(b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"), entries)
+    assert [d.entry_id for d in report.diagnoses] == ["cuda-oom"]

@@ -1,0 +1,79 @@
+"""Matcher: exact patterns, fuzzy fallback, confidence, and near misses (negative cases first)."""
+import pytest
+
+from tracefix.knowledge import load_entries
+from tracefix.matcher import BareMessage, match
+from tracefix.records import Frame, Traceback
+
+ENTRIES = load_entries()
+
+
+def diag(message, exc_type="RuntimeError", frames=()):
+    return match(Traceback(exc_type=exc_type, message=message, frames=tuple(frames)), ENTRIES)
+
+
+NEAR_MISSES = [
+    "element 0 of tensors does not require grad and does not have a grad_fn",
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.",
+    "a leaf Variable that requires grad is being used in an in-place operation.",
+    "a view of a leaf Variable that requires grad is being used in an in-place operation.",
+    "Output 0 of SplitBackward0 is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.",
+    "Output 0 of Split is a view and is being modified inplace. This view is the output of a function that returns multiple views.",
+    "Mismatch in shape: grad_output[0] has a shape of torch.Size([8, 5]) and output[0] has a shape of torch.Size([]).",
+    "unscale_() has already been called on this optimizer since the last update().",
+    "expected scalar type Half but found Float",
+    '"addmm_impl_cpu_" not implemented for \'Half\'',
+    '"triu_tril_cuda_template" not implemented for \'BFloat16\'',
+    "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity)",
+    "Function 'SolveBackward' returned nan values in its 0th output.",
+]
+
+
+@pytest.mark.parametrize("message", NEAR_MISSES)
+def test_near_misses_do_not_match(message):
+    assert diag(message) is None
+
+
+def test_gradscaler_frame_does_not_make_unscale():
+    frames = [Frame("/x/torch/amp/grad_scaler.py", 473, "step", "self.unscale_(optimizer)")]
+    d = diag("grad can be implicitly created only for scalar outputs", frames=frames)
+    assert d.entry_id == "nonscalar-backward"
+
+
+@pytest.mark.parametrize("message,exc_type,entry_id", [
+    ("grad can be implicitly created only for scalar outputs", "RuntimeError", "nonscalar-backward"),
+    ("grad can be implicitly created only for real scalar outputs but got torch.complex64", "RuntimeError", "nonscalar-backward"),
+    ("one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 4]], which is output 0 of Relu, is at version 1; expected version 0 instead.", "RuntimeError", "inplace-modification"),
+    ("Attempting to unscale FP16 gradients.", "ValueError", "fp16-unscale"),
+    ('"_amp_foreach_non_finite_check_and_unscale_cuda" not implemented for \'BFloat16\'', "NotImplementedError", "bf16-unscale"),
+    ('"_amp_foreach_non_finite_check_and_unscale_cuda" not implemented for \'BFloat16\'', "RuntimeError", "bf16-unscale"),
+])
+def test_exact_matches_are_confident(message, exc_type, entry_id):
+    d = diag(message, exc_type)
+    assert d.entry_id == entry_id and d.confidence == 1.0
+
+
+def test_type_missing_or_wrong_lowers_confidence():
+    assert diag("Attempting to unscale FP16 gradients.", None).confidence < 1.0
+    assert diag("Attempting to unscale FP16 gradients.", "RuntimeError").confidence < diag(
+        "Attempting to unscale FP16 gradients.", None).confidence
+
+
+def test_fuzzy_retyped_message():
+    d = diag("grad can be implicitely created only for scalar output")
+    assert d is not None and d.entry_id == "nonscalar-backward"
+    assert 0.5 < d.confidence < 1.0
+
+
+def test_captured_fields():
+    d = diag("one of the variables needed for gradient computation has been modified by an inplace operation: "
+             "[torch.cuda.FloatTensor [128, 64]], which is output 0 of ReluBackward0, is at version 3; expected version 2 instead.")
+    f = dict(d.fields)
+    assert f["node"] == "ReluBackward0" and f["version"] == "3" and f["expected_version"] == "2"
+
+
+def test_bare_predicate():
+    bare = BareMessage(ENTRIES)
+    assert bare("so I get: grad can be implicitly created only for scalar outputs, help")
+    assert not bare("step 10 loss 0.123 grad_norm 1.2")
+    assert not bare("Epoch 1: 100%|##########| 10/10")
