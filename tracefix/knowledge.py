@@ -55,12 +55,11 @@ class Entry:
 
 
 def _builtin_dir() -> Path:
-    # In a checkout (and an editable install) knowledge/ sits beside the package; in a wheel it is
-    # installed as the package tracefix.knowledge.
-    if BUILTIN_DIR.is_dir():
+    # In a checkout knowledge/ sits beside the package; a wheel installs it as tracefix.entries.
+    if BUILTIN_DIR.is_dir() and (BUILTIN_DIR / "__init__.py").is_file():
         return BUILTIN_DIR
     try:
-        import tracefix.knowledge as pkg  # type: ignore[import-not-found]
+        import tracefix.entries as pkg  # type: ignore[import-not-found]
     except ImportError:
         return BUILTIN_DIR
     return Path(pkg.__file__).resolve().parent
@@ -73,11 +72,13 @@ def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False) -> Lis
     array of tables (``[[examples]]``...) is parsed, which keeps start-up fast.
     """
     by_id: Dict[str, Entry] = {}
-    for directory in [_builtin_dir(), *map(Path, extra_dirs)]:
+    builtin = _builtin_dir()
+    for directory in [builtin, *map(Path, extra_dirs)]:
         if not directory.is_dir():
             raise KnowledgeError(f"{directory}: not a directory")
         for path in sorted(directory.glob("*.toml")):
-            entry = load_entry(path, examples)
+            # User entries are validated whole, examples included: their mistakes are reported early.
+            entry = load_entry(path, examples or directory is not builtin)
             by_id[entry.id] = entry
     return list(by_id.values())
 
