@@ -6,6 +6,8 @@ Exit codes:
   2  usage or input error (unreadable log, broken knowledge entry)
   3  a requested patch could not be applied
   130 interrupted
+``tracefix run`` exits with the command's own status (128+N for signal N; 126/127 when it cannot
+be started) unless --apply was given: then 0 patched (and verified), 3 not patched or not verified.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ FORMATS = ("rich", "plain", "json", "quickfix")
 EPILOG = """\b
 Exit codes: 0 a known error was diagnosed; 1 no known error in the input;
 2 usage or input error; 3 a requested patch could not be applied.
+`tracefix run` exits with the command's status, or with --apply: 0 patched
+(and verified), 3 not patched or verification failed.
 \b
 Examples:
   python train.py 2>&1 | tracefix

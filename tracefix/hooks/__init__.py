@@ -1,0 +1,34 @@
+"""Hooks that ``tracefix run`` (or a user's own launcher) injects into a Python child process.
+
+This folder is put first on ``PYTHONPATH``; its ``sitecustomize.py`` is then imported by every
+Python interpreter started with that environment (``python train.py``, ``python -m pkg.train``,
+``torchrun``/``accelerate launch`` workers, multiprocessing spawn children) and:
+
+* chains to the ``sitecustomize`` it shadows, so a site's or a virtualenv's keeps working;
+* does nothing more unless one of the variables below is set;
+* never imports torch itself: it waits for the user's code to import it (a one-shot
+  ``sys.meta_path`` finder) and then switches on what was asked.
+
+``TRACEFIX_ANOMALY=1``
+    ``torch.autograd.set_detect_anomaly(True, check_nan=False)`` right after ``import torch``:
+    an autograd error then carries the traceback of the forward call that caused it.
+``TRACEFIX_VERIFY_STEPS=N``
+    once N backward passes and N optimizer steps have succeeded, print
+    ``tracefix: verified after N steps`` on stderr and end the process with status 0.
+
+Interpreters started with ``-I``, ``-E`` or ``-S`` ignore ``PYTHONPATH`` or ``site``, and so
+these hooks.
+
+This package (``__init__``) is what tracefix imports; ``sitecustomize.py`` must stay
+self-contained (it runs in the user's interpreter, which might not even have tracefix installed).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+HOOKS_DIR = Path(__file__).resolve().parent
+ENV_ANOMALY = "TRACEFIX_ANOMALY"
+ENV_VERIFY_STEPS = "TRACEFIX_VERIFY_STEPS"
+VERIFIED_MARKER = b"tracefix: verified after "
+
+__all__ = ["HOOKS_DIR", "ENV_ANOMALY", "ENV_VERIFY_STEPS", "VERIFIED_MARKER"]

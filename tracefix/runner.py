@@ -1,0 +1,550 @@
+"""``tracefix run -- COMMAND``: run a training command, and diagnose (patch, verify) its crash.
+
+What it does:
+
+1. Runs COMMAND with its output reaching the terminal live and byte for byte (where our output
+   is a terminal, the child writes to a pseudo-terminal on POSIX, so progress bars and colours
+   behave as usual; elsewhere to pipes), while keeping the last ``TAIL_BYTES`` of the combined
+   output for diagnosis.  With ``--format json`` the child's output goes to stderr, so that
+   stdout holds only the JSON object.
+2. The child runs in its own session / process group (POSIX); SIGINT, SIGTERM, SIGHUP and
+   SIGQUIT sent to tracefix are forwarded to that whole group, Ctrl-Z stops and resumes it with
+   us, and tracefix waits for it: no orphan is left behind.
+3. If COMMAND fails, its output tail is diagnosed and the report printed after its output.
+4. ``--anomaly``: an in-place error without a forward trace is re-run once with
+   ``torch.autograd`` anomaly detection switched on from outside (``tracefix/hooks`` first on
+   ``PYTHONPATH``, ``TRACEFIX_ANOMALY=1``; no user file is edited), and the re-run's diagnosis,
+   whose fix sites come from the forward trace, replaces the first one.
+5. ``--apply`` writes the recommended patches; ``--verify`` then re-runs COMMAND with
+   ``TRACEFIX_VERIFY_STEPS=N``, which ends it cleanly once N backward passes and N optimizer
+   steps succeeded.  The verdict is ``verified``, ``still failing`` (the same error id again),
+   ``new error`` (another crash, diagnosed and shown) or ``not run``.
+
+Exit status:
+  the child's own status (a signal N gives 128+N) when tracefix wrote nothing: the command
+  succeeded, was interrupted, failed with no known error, or was only diagnosed (no --apply);
+  0   --apply: a known error was diagnosed and patched (and, with --verify, verified)
+  3   --apply: a patch could not be written, or --verify found the command still failing or
+      failing with a new error (cli.py's "a requested patch could not be applied")
+  126 / 127  COMMAND could not be executed / was not found
+JSON output always carries ``exit_code`` (the child's status) and ``verification``.
+"""
+from __future__ import annotations
+
+import errno
+import io
+import os
+import shlex
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from tracefix.hooks import ENV_ANOMALY, ENV_VERIFY_STEPS, HOOKS_DIR, VERIFIED_MARKER
+
+TAIL_BYTES = 4 << 20        # combined output kept for diagnosis
+READ_SIZE = 1 << 20         # one os.read
+DRAIN_IDLE_S = 0.2          # after the child exits: wait this long for more output from its children
+DRAIN_MAX_S = 2.0           # ... but no longer than this in all
+EXIT_OK, EXIT_PATCH = 0, 3
+INPLACE_ID = "inplace-modification"
+POSIX = os.name == "posix"
+FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n))
+INTERRUPTS = {int(s) for s in FORWARDED}
+
+
+# --- the environment that switches the hooks on ------------------------------------------------
+def hook_env(anomaly: bool = False, verify_steps: Optional[int] = None,
+             base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The variables that enable tracefix's hooks in any Python started with them (see tracefix.hooks).
+
+    ``PYTHONPATH`` gets the hooks folder first, the existing value (from ``base``, default the
+    current environment) kept after it.
+    """
+    base = os.environ if base is None else base
+    hooks = str(HOOKS_DIR)
+    existing = base.get("PYTHONPATH", "")
+    parts = existing.split(os.pathsep) if existing else []
+    if parts and parts[0] == hooks:
+        parts = parts[1:]
+    env = {"PYTHONPATH": os.pathsep.join([hooks, *parts])}
+    if anomaly:
+        env[ENV_ANOMALY] = "1"
+    if verify_steps:
+        env[ENV_VERIFY_STEPS] = str(int(verify_steps))
+    return env
+
+
+def format_env(env: Mapping[str, str], shell: str = "sh") -> str:
+    """``export K=V`` (sh), ``$env:K = "V"`` (powershell) or ``set K=V`` (cmd), one per line."""
+    lines = []
+    for key, value in env.items():
+        if shell == "sh":
+            lines.append(f"export {key}={shlex.quote(value)}")
+        elif shell == "powershell":
+            escaped = value.replace("`", "``").replace('"', '`"').replace("$", "`$")
+            lines.append(f'$env:{key} = "{escaped}"')
+        elif shell == "cmd":
+            special = any(c in value for c in ' &|<>^()"')
+            lines.append(f'set "{key}={value}"' if special else f"set {key}={value}")
+        else:
+            raise ValueError(f"unknown shell {shell!r} (sh, powershell, cmd)")
+    return "\n".join(lines)
+
+
+# --- running the child ----------------------------------------------------------------------
+class Tail:
+    """The last ``limit`` bytes written, kept cheaply (amortised: one trim per ``limit`` bytes)."""
+
+    def __init__(self, limit: int = TAIL_BYTES):
+        self.limit = limit
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+
+    def feed(self, data: bytes) -> None:
+        with self._lock:
+            self._buf += data
+            if len(self._buf) > 2 * self.limit:
+                del self._buf[:-self.limit]
+
+    def getvalue(self) -> bytes:
+        with self._lock:
+            return bytes(self._buf[-self.limit:])
+
+
+@dataclass
+class Outcome:
+    returncode: Optional[int]       # as subprocess reports it (negative: killed by that signal)
+    tail: bytes = b""
+    forwarded: Optional[int] = None  # a signal that we forwarded to the child (the user interrupted)
+    error: str = ""                 # could not start it
+    error_code: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        if self.error:
+            return self.error_code
+        rc = self.returncode or 0
+        return 128 - rc if rc < 0 else rc
+
+    @property
+    def interrupted(self) -> bool:
+        return self.forwarded is not None or (self.returncode is not None and -self.returncode in INTERRUPTS)
+
+
+class _Sink:
+    """One of our output fds; stops writing (but the child keeps being drained) once it is gone."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.alive = True
+
+    def write(self, data: bytes) -> None:
+        if not self.alive:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                try:
+                    n = os.write(self.fd, view)
+                except BlockingIOError:   # someone made our stdout non-blocking
+                    import select
+
+                    select.select([], [self.fd], [], 1.0)
+                    continue
+                view = view[n:]
+        except OSError:                  # EPIPE (reader went away), EBADF (closed): drop output
+            self.alive = False
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _copy_winsize(src: int, dst: int) -> None:
+    try:
+        import fcntl
+        import termios
+
+        size = fcntl.ioctl(src, termios.TIOCGWINSZ, b"\0" * 8)
+        fcntl.ioctl(dst, termios.TIOCSWINSZ, size)
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
+def _open_pty(dest: int) -> Tuple[int, int]:
+    """A pseudo-terminal (master, slave) that passes the child's bytes unchanged, sized like ``dest``."""
+    import termios
+
+    master, slave = os.openpty()
+    try:
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.OPOST       # no "\n" -> "\r\n": our terminal does its own output processing
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    except termios.error:
+        pass
+    _copy_winsize(dest, slave)
+    return master, slave
+
+
+def _open_pipe() -> Tuple[int, int]:
+    r, w = os.pipe()
+    try:  # Linux: larger pipe, fewer wake-ups and reads
+        import fcntl
+
+        fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), READ_SIZE)
+    except (ImportError, OSError, ValueError):
+        pass
+    return r, w
+
+
+def run_child(cmd: Sequence[str], env: Optional[Mapping[str, str]] = None, to_stderr: bool = False,
+              tail_bytes: int = TAIL_BYTES, cleanup: bool = False) -> Outcome:
+    """Run ``cmd``; its stdout goes to our fd 1 (fd 2 when ``to_stderr``) and its stderr to fd 2.
+
+    ``cleanup``: once it ended, kill whatever is left of its process group (our own re-runs,
+    which the verify hook cuts short).  That is also done whenever we forwarded a signal.
+    """
+    dests = (2 if to_stderr else 1, 2)
+    try:
+        if POSIX:
+            return _run_posix(list(cmd), env, dests, Tail(tail_bytes), cleanup)
+        return _run_threads(list(cmd), env, dests, Tail(tail_bytes), cleanup)
+    except FileNotFoundError:
+        return Outcome(None, error=f"{cmd[0]}: command not found", error_code=127)
+    except PermissionError as exc:
+        return Outcome(None, error=f"{cmd[0]}: cannot execute: {exc.strerror or exc}", error_code=126)
+    except OSError as exc:
+        return Outcome(None, error=f"{cmd[0]}: cannot execute: {exc.strerror or exc}", error_code=126)
+
+
+def _run_posix(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanup: bool) -> Outcome:
+    import selectors
+    import subprocess
+
+    # One channel per distinct destination: a pty where it is a terminal, else a pipe.
+    channels: Dict[int, Tuple[int, int]] = {}       # dest fd -> (our read end, child's write end)
+    for dest in dict.fromkeys(dests):
+        channels[dest] = _open_pty(dest) if _isatty(dest) else _open_pipe()
+    ptys = [(dest, r) for dest, (r, _w) in channels.items() if _isatty(dest)]
+
+    proc: Optional[subprocess.Popen] = None
+    state = {"forwarded": None}
+    previous: Dict[int, object] = {}
+
+    def forward(signum, _frame):
+        state["forwarded"] = signum
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signum)
+            except OSError:
+                pass
+
+    def suspend(_signum, _frame):       # Ctrl-Z: stop the child's group, then ourselves
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGSTOP)
+            except OSError:
+                pass
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)
+        # ... resumed (fg / bg)
+        signal.signal(signal.SIGTSTP, suspend)
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def resized(_signum, _frame):
+        for dest, master in ptys:
+            _copy_winsize(dest, master)
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGWINCH)
+            except OSError:
+                pass
+
+    handlers = {s: forward for s in FORWARDED}
+    handlers[signal.SIGTSTP] = suspend
+    if ptys:
+        handlers[signal.SIGWINCH] = resized
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        for s, h in handlers.items():
+            previous[s] = signal.signal(s, h)
+    wake_r, wake_w = os.pipe()
+    waiting: Optional[threading.Thread] = None
+    try:
+        try:
+            proc = subprocess.Popen(cmd, env=None if env is None else dict(env),
+                                    stdout=channels[dests[0]][1], stderr=channels[dests[1]][1],
+                                    start_new_session=True, close_fds=True)
+        finally:
+            for _r, w in channels.values():
+                os.close(w)
+        if state["forwarded"] is not None:     # a signal arrived while it was starting
+            forward(state["forwarded"], None)
+
+        def waiter():
+            proc.wait()
+            os.write(wake_w, b"x")
+
+        waiting = threading.Thread(target=waiter, name="tracefix-wait", daemon=True)
+        waiting.start()
+
+        readers = {r: _Sink(dest) for dest, (r, _w) in channels.items()}
+        sel = selectors.DefaultSelector()
+        for r in readers:
+            sel.register(r, selectors.EVENT_READ)
+        sel.register(wake_r, selectors.EVENT_READ)
+        deadline = None
+        import time
+
+        while readers:
+            timeout = None
+            if deadline is not None:
+                timeout = min(DRAIN_IDLE_S, deadline - time.monotonic())
+                if timeout <= 0:
+                    break
+            events = sel.select(timeout)
+            if not events and deadline is not None:
+                break          # the child is gone; whoever still holds its output is not talking
+            for key, _mask in events:
+                fd = key.fd
+                if fd == wake_r:
+                    sel.unregister(wake_r)
+                    deadline = time.monotonic() + DRAIN_MAX_S
+                    continue
+                try:
+                    data = os.read(fd, READ_SIZE)
+                except OSError as exc:
+                    if exc.errno not in (errno.EIO, errno.EBADF):   # EIO: pty closed on its slave side
+                        raise
+                    data = b""
+                if not data:
+                    sel.unregister(fd)
+                    os.close(fd)
+                    del readers[fd]
+                    continue
+                readers[fd].write(data)
+                tail.feed(data)
+        sel.close()
+        for fd in readers:
+            os.close(fd)
+        while waiting.is_alive():    # (join with a timeout: signals keep being handled meanwhile)
+            waiting.join(0.5)
+        waiting = None
+        if state["forwarded"] is not None or cleanup:
+            # The user asked it to stop: whatever of its group survived goes too.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return Outcome(proc.returncode, tail.getvalue(), state["forwarded"])
+    except BaseException:
+        if proc is not None and proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+        raise
+    finally:
+        if waiting is not None and proc is not None and proc.returncode is not None:
+            waiting.join(1.0)
+        os.close(wake_r)
+        os.close(wake_w)
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _run_threads(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanup: bool) -> Outcome:
+    """Windows (no pty, no process groups): pipes drained by threads; Ctrl-C reaches the child
+    through the console by itself, we only keep waiting for it."""
+    import subprocess
+
+    merged = dests[0] == dests[1]
+    proc = subprocess.Popen(cmd, env=None if env is None else dict(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if merged else subprocess.PIPE)
+    streams = [(proc.stdout, _Sink(dests[0]))]
+    if not merged:
+        streams.append((proc.stderr, _Sink(dests[1])))
+
+    def pump(stream, sink):
+        fd = stream.fileno()
+        while True:
+            try:
+                data = os.read(fd, READ_SIZE)
+            except OSError:
+                break
+            if not data:
+                break
+            sink.write(data)
+            tail.feed(data)
+
+    threads = [threading.Thread(target=pump, args=s, daemon=True) for s in streams]
+    for t in threads:
+        t.start()
+    forwarded = None
+    while True:
+        try:
+            proc.wait()
+            break
+        except KeyboardInterrupt:
+            forwarded = signal.SIGINT
+    for t in threads:
+        t.join(DRAIN_MAX_S)
+    return Outcome(proc.returncode, tail.getvalue(), forwarded)
+
+
+# --- diagnosis ------------------------------------------------------------------------------
+def _note(text: str) -> None:
+    sys.stderr.write(f"tracefix: {text}\n")
+    sys.stderr.flush()
+
+
+def _diagnose(tail: bytes, entries, root: Path):
+    from tracefix.pipeline import collect, merge
+
+    report = collect(io.BytesIO(tail), entries)
+    if not report.diagnoses:
+        return report
+    return merge([report], entries, root, True)
+
+
+def _needs_anomaly(report) -> bool:
+    return any(d.entry_id == INPLACE_ID and not d.traceback.anomaly_frames for d in report.diagnoses)
+
+
+def _child_env(**hooks) -> Dict[str, str]:
+    env = dict(os.environ)
+    env.update(hook_env(**hooks))
+    return env
+
+
+def _only_interrupt(report) -> bool:
+    return not report.diagnoses and bool(report.unrecognized) and all(
+        t == "KeyboardInterrupt" for t, _m in report.unrecognized)
+
+
+def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool]) -> None:
+    from tracefix.render import emit
+
+    sys.stdout.flush()
+    emit(sys.stdout, report, fmt, entries, extra, color=color)
+
+
+def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
+             steps: int, pick: Optional[int], color: Optional[bool]) -> int:
+    """``tracefix run``: see the module docstring; returns the exit status."""
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        _note("error: no command given (tracefix run [OPTIONS] -- COMMAND ...)")
+        return 2
+    to_stderr = fmt == "json"
+    if verify and not apply:
+        _note("--verify re-runs the command only after --apply wrote a patch; it will not run")
+
+    first = run_child(cmd, None, to_stderr)
+    if first.error:
+        _note(f"error: {first.error}")
+        return first.exit_code
+    child_code = first.exit_code
+    extra: Dict[str, object] = {"exit_code": child_code, "verification": "not run"}
+    if first.returncode == 0 or first.interrupted:
+        if fmt == "json":
+            from tracefix.pipeline import Report
+
+            _emit(Report((), ()), fmt, entries, extra, color)
+        return child_code
+
+    try:
+        report = _diagnose(first.tail, entries, root)
+    except Exception as exc:  # our failure must not hide the child's
+        if os.environ.get("TRACEFIX_DEBUG"):
+            raise
+        _note(f"internal error while diagnosing: {type(exc).__name__}: {exc} (set TRACEFIX_DEBUG=1 for details)")
+        return child_code
+    if _only_interrupt(report):
+        return child_code
+
+    if anomaly:
+        if _needs_anomaly(report):
+            _note("re-running the command once with torch anomaly detection on, to find the forward "
+                  "operation behind the in-place error (anomaly mode is slow; it is used only for this "
+                  "re-run, your files are not changed)")
+            again = run_child(cmd, _child_env(anomaly=True), to_stderr, cleanup=True)
+            if again.interrupted or again.error:
+                if again.error:
+                    _note(f"error: {again.error}")
+                return again.exit_code
+            rerun = _diagnose(again.tail, entries, root)
+            if any(d.entry_id == INPLACE_ID and d.traceback.anomaly_frames for d in rerun.diagnoses):
+                report = rerun
+                _note("anomaly re-run: the forward trace located the in-place operation")
+            else:
+                _note("anomaly re-run: the error did not come back with a forward trace; "
+                      "keeping the first diagnosis")
+        elif report.diagnoses:
+            _note("--anomaly: not needed (no in-place error without a forward trace)")
+
+    code = child_code
+    problems: List[str] = []
+    new_error = None
+    if apply and report.diagnoses:
+        from tracefix.pipeline import apply_recommended
+
+        written, problems = apply_recommended(report, root, pick)
+        extra = {"applied": ", ".join(written) or "nothing", **extra}
+        if written and verify:
+            _note(f"patched {', '.join(written)}; re-running until {steps} backward passes and "
+                  f"{steps} optimizer steps succeed (--verify)")
+            verdict, new_error, outcome = _verify(cmd, report, entries, root, steps, to_stderr)
+            extra["verification"] = verdict
+            if outcome.interrupted:
+                _emit(report, fmt, entries, extra, color)
+                return outcome.exit_code
+        ok = bool(written) and not problems and extra["verification"] in ("verified", "not run")
+        code = EXIT_OK if ok else EXIT_PATCH
+
+    if fmt != "json" and not verify:
+        extra.pop("verification", None)
+    if new_error is not None and fmt == "json":
+        from tracefix.render import as_dict
+
+        details = as_dict(new_error.diagnoses, new_error.unrecognized)
+        extra["new_error"] = {"diagnoses": details["diagnoses"], "unrecognized": details["unrecognized"]}
+    _emit(report, fmt, entries, extra, color)
+    if new_error is not None and fmt != "json":
+        print("\ntracefix: after the patch, the command fails with a different error:", flush=True)
+        _emit(new_error, fmt, entries, None, color)
+    for p in problems:
+        _note(p)
+    return code
+
+
+def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool):
+    """Re-run with the verify hook: (verdict, the new error's report or None, the run's Outcome)."""
+    outcome = run_child(cmd, _child_env(verify_steps=steps), to_stderr, cleanup=True)
+    if outcome.error:
+        _note(f"error: {outcome.error}")
+        return "not run", None, outcome
+    if outcome.interrupted:
+        return "not run", None, outcome
+    if outcome.returncode == 0:
+        return "verified", None, outcome
+    after = _diagnose(outcome.tail, entries, root)
+    before = {d.entry_id for d in report.diagnoses}
+    if any(d.entry_id in before for d in after.diagnoses):
+        return "still failing", None, outcome
+    return "new error", after, outcome
+
+
+__all__ = ["run_main", "hook_env", "format_env", "run_child", "Outcome", "Tail", "VERIFIED_MARKER"]
