@@ -5,6 +5,7 @@ crash site and fix site; --apply writes a patch after which the script trains; u
 """
 import json
 import re
+import sys
 
 import pytest
 
@@ -72,3 +73,34 @@ def test_apply_makes_it_train_and_undo_restores(sample, tmp_path):
     undo = run_tracefix("undo", "--root", root)
     assert undo.returncode == 0, undo.stderr.decode()
     assert {p: p.read_bytes() for p in before} == before
+
+
+def _run_json(root, *args):
+    proc = run_tracefix("run", "--format", "json", "--root", root, *args, "--", sys.executable, "train.py",
+                        cwd=root, timeout=300)
+    return proc, json.loads(proc.stdout)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("sample", LIVE, ids=[s.name for s in LIVE])
+def test_run_apply_verify_reports_verified(sample, tmp_path):
+    root = copy_sample(sample, tmp_path)
+    proc, report = _run_json(root, "--apply", "--verify")
+    assert report["exit_code"] != 0, "the command must crash first"
+    assert [d["id"] for d in report["diagnoses"]] == [sample.id]
+    assert report["verification"] == "verified", (report, proc.stderr.decode()[-2000:])
+    assert proc.returncode == 0
+
+
+INPLACE = [s for s in LIVE if s.id == "inplace-modification"]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("sample", INPLACE, ids=[s.name for s in INPLACE])
+def test_run_anomaly_puts_the_true_culprit_first(sample, tmp_path):
+    root = copy_sample(sample, tmp_path)
+    assert "anomaly" not in sample.log.read_text().lower()   # the shipped log has no forward trace
+    proc, report = _run_json(root, "--anomaly")
+    (d,) = report["diagnoses"]
+    top = d["fix_sites"][0]
+    assert f'{top["path"]}:{top["line"]}' == sample.fix_site, d["fix_sites"]

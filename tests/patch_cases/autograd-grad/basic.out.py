@@ -1,0 +1,4 @@
+import torch
+def penalty(d_out, x):
+    g, = torch.autograd.grad(d_out, x, create_graph=True, grad_outputs=torch.ones_like(d_out))  # FIX: autograd-grad
+    return g.pow(2).sum()

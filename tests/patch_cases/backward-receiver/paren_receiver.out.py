@@ -1,0 +1,3 @@
+import torch
+def step(a, b):
+    (a * b).mean().backward()  # FIX: backward-receiver

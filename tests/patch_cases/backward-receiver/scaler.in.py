@@ -1,0 +1,7 @@
+import torch
+scaler = torch.amp.GradScaler('cuda')
+for x, y in loader:
+    loss = crit(model(x), y)
+    scaler.scale(loss).backward()  # FIX: backward-receiver
+    scaler.step(opt)
+    scaler.update()

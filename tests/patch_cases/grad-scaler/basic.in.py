@@ -1,0 +1,2 @@
+import torch
+scaler = torch.amp.GradScaler("cuda")  # FIX: grad-scaler

@@ -1,0 +1,2 @@
+import torch
+scaler = torch.amp.GradScaler("cuda", enabled=False)  # FIX: grad-scaler

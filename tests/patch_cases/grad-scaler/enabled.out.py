@@ -1,0 +1,2 @@
+import torch
+scaler = torch.cuda.amp.GradScaler(enabled=False)  # FIX: grad-scaler

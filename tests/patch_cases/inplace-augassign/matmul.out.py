@@ -1,0 +1,3 @@
+def f(x, w):
+    x = x @ w  # FIX: inplace-augassign
+    return x

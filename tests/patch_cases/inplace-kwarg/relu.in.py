@@ -1,0 +1,2 @@
+import torch.nn as nn
+act = nn.ReLU(inplace=True)  # FIX: inplace-kwarg

@@ -1,0 +1,3 @@
+def f(x):
+    y = x.mul(2)  # FIX: inplace-method
+    return y

@@ -1,0 +1,6 @@
+def forward(self, x):
+    h = x.sigmoid()
+    if self.mask_first:
+        # zero the first column
+        h[:, 0] = 0  # FIX: inplace-subscript
+    return h

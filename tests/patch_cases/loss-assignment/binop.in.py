@@ -1,0 +1,4 @@
+import torch
+def step(crit, out, y, w):
+    loss = crit(out, y) * w  # FIX: loss-assignment
+    loss.backward()

@@ -1,0 +1,16 @@
+import torch
+from model import Net
+
+dev = "cpu"
+model = Net().to(dev).half()  # FIX: model-cast
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+for x, y in loader:
+    opt.zero_grad()
+    x, y = x.to(dev), y.to(dev)
+    # forward
+    out = model(x)
+    loss = crit(out, y)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()

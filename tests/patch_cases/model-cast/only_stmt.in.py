@@ -1,0 +1,2 @@
+def prepare(model):
+    model.half()  # FIX: model-cast

@@ -1,0 +1,2 @@
+def prepare(model):
+    pass  # FIX: model-cast

@@ -1,0 +1,2 @@
+import torch
+model = model.to(device=dev)  # FIX: model-cast

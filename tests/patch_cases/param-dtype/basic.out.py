@@ -1,0 +1,6 @@
+import torch
+import torch.nn as nn
+class Adapter(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(d, dtype=torch.float32))  # FIX: param-dtype

@@ -1,0 +1,20 @@
+"""Turn fix sites into minimal, formatting-preserving patches (libcst) and write them safely.
+
+The only part of tracefix that writes the user's files, and the only importer of libcst: the CLI
+imports this package lazily, when patches are needed.
+
+    propose(diag, root) -> tuple[Patch, ...]   ranked; the first is what --apply writes
+    settled(diag) -> bool                      does the evidence single out one fix site?
+    apply(patch, root, expect=None) -> list[str]
+    undo(root, force=False) -> list[str]
+    explain_unpatchable(site) -> str           why a site gets no automatic patch
+    PatchError                                 one-sentence failure (CLI exit code 3)
+"""
+from __future__ import annotations
+
+from tracefix.patcher.writing import apply, undo
+from tracefix.patcher.errors import PatchError
+from tracefix.patcher.fix_inplace import explain_unpatchable
+from tracefix.patcher.ranking import patchable, propose, settled
+
+__all__ = ["PatchError", "apply", "explain_unpatchable", "patchable", "propose", "settled", "undo"]

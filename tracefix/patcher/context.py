@@ -1,0 +1,60 @@
+"""What a fixer sees: the diagnosis, the project root, and the files it reads (cached)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from tracefix.patcher.cstedit import Source
+from tracefix.patcher.errors import PatchError
+from tracefix.patcher.text import Decoded, decode, normalize
+from tracefix.records import Diagnosis, FixSite
+
+
+@dataclass
+class Option:
+    """One way to fix a site: new texts ("\\n" endings) by relative path, and how safe it is."""
+
+    summary: str
+    applicability: str                      # "safe" | "unsafe"
+    reason: str
+    texts: Dict[str, str] = field(default_factory=dict)
+    alternative: bool = False
+    demote: bool = False                    # rank after the other sites' main fixes
+
+
+class Context:
+    def __init__(self, diag: Diagnosis, root: Path) -> None:
+        self.diag = diag
+        self.root = Path(root)
+        self._decoded: Dict[str, Optional[Decoded]] = {}
+
+    def decoded(self, rel: str) -> Optional[Decoded]:
+        if rel not in self._decoded:
+            path = self.root / rel
+            try:
+                self._decoded[rel] = decode(path.read_bytes(), rel)
+            except (OSError, PatchError):
+                self._decoded[rel] = None
+        return self._decoded[rel]
+
+    def text(self, rel: str) -> Optional[str]:
+        d = self.decoded(rel)
+        return None if d is None else normalize(d.text)
+
+    def source(self, rel: str, text: Optional[str] = None) -> Optional[Source]:
+        text = self.text(rel) if text is None else text
+        return None if text is None else Source.parse(text)
+
+
+Fixer = Callable[[Context, FixSite], List[Option]]
+FIXERS: Dict[str, Fixer] = {}
+
+
+def fixer(*kinds: str) -> Callable[[Fixer], Fixer]:
+    """Register a fix function for FixSite kinds (adding a kind means adding one function)."""
+    def register(fn: Fixer) -> Fixer:
+        for kind in kinds:
+            FIXERS[kind] = fn
+        return fn
+    return register

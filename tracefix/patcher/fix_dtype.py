@@ -1,0 +1,374 @@
+"""F3: trainable parameters in fp16/bf16 under a GradScaler (casts, dtypes, the scaler itself),
+and the autocast block that keeps the forward in half precision once the weights are fp32."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from tracefix.patcher.context import Context, Option, fixer
+from tracefix.patcher.cstedit import (Source, add_arg, dotted, ensure_torch, expr, keyword, kwarg, method_name,
+                                      positional, remove_arg)
+from tracefix.records import FixSite
+
+TO_FLOAT32 = {"float16": "float32", "half": "float32", "bfloat16": "float32",
+              "HalfTensor": "FloatTensor", "BFloat16Tensor": "FloatTensor"}
+_HALF_NAMES = {"float16": "float16", "half": "float16", "HalfTensor": "float16",
+               "bfloat16": "bfloat16", "BFloat16Tensor": "bfloat16"}
+_HALF_STRINGS = {"float16": "float16", "half": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+_CAST_KEEP_KWARGS = {"non_blocking", "copy", "memory_format"}
+_MOVES = {"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "long", "int", "contiguous", "pin_memory"}
+
+
+def half_dtype(node: cst.CSTNode) -> str:
+    """"float16" / "bfloat16" when ``node`` spells a half-precision dtype, else ""."""
+    if isinstance(node, (cst.Attribute, cst.Name)):
+        name = dotted(node)
+        last = name.rsplit(".", 1)[-1]
+        if last in _HALF_NAMES and (name.startswith("torch.") or isinstance(node, cst.Name)):
+            return _HALF_NAMES[last]
+    if isinstance(node, cst.SimpleString):
+        try:
+            return _HALF_STRINGS.get(str(node.evaluated_value), "")
+        except Exception:  # pragma: no cover
+            return ""
+    return ""
+
+
+def cast_info(call: cst.CSTNode) -> Optional[Tuple[str, Optional[cst.Arg]]]:
+    """(dtype, None) when the whole call goes; (dtype, arg) when only that argument goes."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return None
+    name = method_name(call)
+    if name in ("half", "bfloat16") and not call.args:
+        return ("float16" if name == "half" else "bfloat16"), None
+    if name not in ("to", "type"):
+        return None
+    for arg in call.args:
+        if (arg.keyword is None or arg.keyword.value == "dtype") and not arg.star and half_dtype(arg.value):
+            others = [a for a in call.args if a is not arg and not (a.keyword and a.keyword.value in _CAST_KEEP_KWARGS)]
+            return half_dtype(arg.value), (arg if others else None)
+    return None
+
+
+def _root(node: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
+    return node
+
+
+# -- deleting a statement, keeping its comments -----------------------------------------------------
+def _delete_small(src: Source, small: cst.BaseSmallStatement) -> Optional[str]:
+    line = src.parent(small)
+    if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and len(line.body) > 1:
+        def drop(n):
+            body = [s for s, o in zip(n.body, line.body) if o is not small]
+            body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            return n.with_changes(body=body)
+        return src.replace(line, drop)
+    block = src.parent(line)
+    if isinstance(line, cst.SimpleStatementSuite) or not isinstance(block, (cst.Module, cst.IndentedBlock)) \
+            or len(block.body) == 1:
+        return src.replace(small, lambda n: cst.Pass())
+    carry: List[cst.EmptyLine] = list(line.leading_lines)
+    if line.trailing_whitespace.comment is not None:
+        carry.append(cst.EmptyLine(comment=line.trailing_whitespace.comment))
+    index = next(i for i, s in enumerate(block.body) if s is line)
+    last = index == len(block.body) - 1
+
+    def make(body, i):
+        rest = body[:i] + body[i + 1:]
+        if not last:
+            rest[i] = rest[i].with_changes(leading_lines=carry + list(rest[i].leading_lines))
+        return rest
+
+    return src.edit_body(line, make, footer=(lambda f: carry + list(f)) if last else None)
+
+
+# -- autocast around the forward ------------------------------------------------------------------
+def _is_autocast(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.With) and any(
+        isinstance(i.item, cst.Call) and "autocast" in dotted(i.item.func) for i in node.items)
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _names(node: cst.CSTNode) -> Set[str]:
+    v = _Names()
+    node.visit(v)
+    return v.names
+
+
+def _assigned(small: cst.CSTNode) -> Set[str]:
+    if isinstance(small, cst.Assign):
+        return set().union(*(_names(t.target) for t in small.targets))
+    if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+        return _names(small.target)
+    return set()
+
+
+def _is_move(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Tuple):
+        return all(_is_move(e.value) for e in value.elements)
+    while isinstance(value, cst.Call) and method_name(value) in _MOVES:
+        value = value.func.value
+    return isinstance(value, (cst.Name, cst.Attribute, cst.Subscript))
+
+
+def _quote(src: Source) -> str:
+    strings = src.all(cst.SimpleString)
+    single = sum(1 for s in strings if s.quote == "'")
+    return "'" if single > len(strings) - single else '"'
+
+
+def _scaler_device(loop: Source, others: Sequence[Source]) -> str:
+    q = _quote(loop)
+    for src in (loop, *others):
+        for call in src.all(cst.Call, lambda n: dotted(n.func).endswith("GradScaler")):
+            name = dotted(call.func)
+            if "cuda.amp" in name:
+                return f"{q}cuda{q}"
+            if "cpu.amp" in name:
+                return f"{q}cpu{q}"
+            pos = positional(call)
+            dev = keyword(call, "device") or (pos[0] if pos else None)
+            if dev is None:
+                return f"{q}cuda{q}"
+            if isinstance(dev.value, cst.SimpleString) or (
+                    isinstance(dev.value, cst.Attribute) and dev.value.attr.value == "type" and src is loop):
+                return src.code(dev.value).strip()
+            if isinstance(dev.value, cst.Name) and src is loop:
+                var = dev.value.value
+                for a in src.all(cst.Assign, lambda n: var in _assigned(n)):
+                    if isinstance(a.value, cst.Call) and dotted(a.value.func) in ("torch.device", "device"):
+                        return f"{var}.type"
+                return var
+            return f"{q}cuda{q}"
+    return f"{q}cuda{q}"
+
+
+def wrap_autocast(loop: Source, others: Sequence[Source], dtype: str) -> Optional[str]:
+    """Wrap the statements from the forward call to the loss (before ``scaler.scale(loss)``) in
+    ``with torch.autocast(...)``; None when there is no such loop or it is already wrapped."""
+    for call in loop.all(cst.Call, lambda n: method_name(n) == "scale" and len(positional(n)) == 1):
+        loss = positional(call)[0].value
+        if not isinstance(loss, cst.Name):
+            continue
+        stmt = loop.statement_of(call)
+        if stmt is None or any(_is_autocast(a) for a in loop.ancestors(stmt)):
+            return None
+        block = loop.parent(stmt)
+        if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+            continue
+        body = list(block.body)
+        k = next(i for i, s in enumerate(body) if s is stmt)
+        end = None
+        for i in range(k - 1, -1, -1):
+            s = body[i]
+            if _is_autocast(s):
+                return None
+            if isinstance(s, cst.SimpleStatementLine) and any(loss.value in _assigned(x) for x in s.body):
+                end = i
+                break
+        if end is None:
+            continue
+        needed = _names(body[end])
+        start = end
+        for i in range(end - 1, -1, -1):
+            s = body[i]
+            if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+                    and isinstance(s.body[0], (cst.Assign, cst.AnnAssign)) and s.body[0].value is not None):
+                break
+            if not (_assigned(s.body[0]) & needed) or _is_move(s.body[0].value):
+                break
+            needed |= _names(s)
+            start = i
+        device = _scaler_device(loop, others)
+        item = expr(f"torch.autocast(device_type={device}, dtype=torch.{dtype})")
+
+        def make(b, i, start=start, end=end):
+            group = b[start:end + 1]
+            inner = [group[0].with_changes(leading_lines=[])] + group[1:]
+            w = cst.With(items=[cst.WithItem(item=item)], body=cst.IndentedBlock(body=inner),
+                         leading_lines=group[0].leading_lines)
+            return b[:start] + [w] + b[end + 1:]
+
+        text = loop.edit_body(body[start], make)
+        return None if text is None else ensure_torch(text)
+    return None
+
+
+def _frame_files(ctx: Context) -> List[str]:
+    rels: List[str] = []
+    tb = ctx.diag.traceback
+    for frame in (*tb.frames, *tb.anomaly_frames):
+        path = frame.path.replace("\\", "/")
+        if "site-packages/" in path or "dist-packages/" in path or path.startswith("<"):
+            continue
+        parts = [p for p in path.split("/") if p and p != "."]
+        for k in range(len(parts)):
+            tail = "/".join(parts[k:])
+            if (ctx.root / tail).is_file():
+                rels.append(tail)
+                break
+    return rels
+
+
+def _candidates(ctx: Context, rel: str) -> List[str]:
+    names = [rel]
+    if ctx.diag.crash_site is not None:
+        names.append(ctx.diag.crash_site.path)
+    names += [s.path for s in ctx.diag.fix_sites]
+    names += _frame_files(ctx)
+    # the locator may not name the training script: look beside the fix site (cheap, bounded)
+    folder = (ctx.root / rel).parent
+    try:
+        siblings = sorted(p for p in folder.glob("*.py") if p.is_file())[:50]
+    except OSError:
+        siblings = []
+    for p in siblings:
+        try:
+            names.append(p.relative_to(ctx.root).as_posix())
+        except ValueError:
+            pass
+    out: List[str] = []
+    for n in names:
+        if n and n not in out:
+            out.append(n)
+    return out
+
+
+def with_autocast(ctx: Context, rel: str, new_text: str, dtype: str) -> Dict[str, str]:
+    """{rel: new_text} plus the autocast wrapping, in ``rel`` or in the file holding the loop."""
+    texts = {rel: new_text}
+    sources: Dict[str, Source] = {}
+    for cand in _candidates(ctx, rel):
+        src = ctx.source(cand, new_text if cand == rel else None)
+        if src is not None:
+            sources[cand] = src
+    for cand, src in sources.items():
+        if "scale" not in src.text:  # cheap prefilter before walking the tree
+            continue
+        wrapped = wrap_autocast(src, [s for c, s in sources.items() if c != cand], dtype)
+        if wrapped is not None:
+            texts[cand] = wrapped
+            break
+    return texts
+
+
+# -- fixers ------------------------------------------------------------------------------------------
+def _lora_block(src: Source, var: str) -> cst.BaseStatement:
+    ind = src.module.default_indent
+    code = f"for p in {var}.parameters():\n{ind}if p.requires_grad:\n{ind}{ind}p.data = p.data.float()\n"
+    return cst.parse_statement(code, config=src.module.config_for_parsing)
+
+
+@fixer("model-cast")
+def model_cast(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    call = src.find(site.line, site.col, cst.Call, lambda n: cast_info(n) is not None)
+    if call is None:
+        return []
+    dtype, arg = cast_info(call)
+    inner = call.func.value
+    parent = src.parent(call)
+    var = ""
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        var = src.code(parent.targets[0].target).strip()
+    elif isinstance(parent, cst.Expr) and isinstance(_root(inner), (cst.Name, cst.Attribute)):
+        var = src.code(_root(inner)).strip()
+    cast_code = src.code(call).strip()
+    if arg is not None:
+        text = src.replace(call, lambda n: remove_arg(n, next(a for a, o in zip(n.args, call.args) if o is arg)))
+    elif (isinstance(parent, cst.Expr) and isinstance(inner, (cst.Name, cst.Attribute))) or \
+            (isinstance(parent, cst.Assign) and var == src.code(inner).strip()):
+        text = _delete_small(src, parent)
+    else:
+        text = src.replace(call, lambda n: n.func.value)
+    if text is None:
+        return []
+    texts = with_autocast(ctx, site.path, text, dtype)
+    name = "fp16" if dtype == "float16" else "bf16"
+    autocast_note = " and run the forward under torch.autocast" if len(texts) > 1 or texts[site.path] != text else ""
+    options = [Option(f"Keep the weights in float32: remove the {name} cast `{cast_code}`{autocast_note}; "
+                      f"GradScaler needs float32 parameters (autocast still computes in {name})", "safe", "", texts)]
+    line = src.statement_of(call)
+    if var and isinstance(line, cst.SimpleStatementLine) and isinstance(src.parent(line), (cst.Module, cst.IndentedBlock)):
+        keep = src.edit_body(line, lambda b, i: b[:i + 1] + [_lora_block(src, var)] + b[i + 1:])
+        if keep is not None:
+            options.append(Option(f"Keep {var} in {name} but make its trainable parameters float32 after the cast "
+                                  "(the usual fix for adapters/LoRA on a frozen half-precision model)", "unsafe",
+                                  "frozen weights stay in half precision while trainable ones become float32; the "
+                                  "forward must run under autocast to mix them",
+                                  with_autocast(ctx, site.path, keep, dtype), alternative=True))
+    return options
+
+
+def _dtype_node(src: Source):
+    def test(n: cst.CSTNode) -> bool:
+        if not half_dtype(n):
+            return False
+        if isinstance(n, cst.Attribute):
+            return dotted(n).startswith("torch.")
+        parent = src.parent(n)
+        if not isinstance(parent, cst.Arg):
+            return False
+        if isinstance(n, cst.SimpleString):
+            return parent.keyword is not None and parent.keyword.value in ("dtype", "torch_dtype")
+        return True
+    return test
+
+
+def _to_float32(src: Source, node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Attribute):
+        return src.replace(node, lambda n: n.with_changes(attr=cst.Name(TO_FLOAT32[n.attr.value])))
+    if isinstance(node, cst.SimpleString):
+        prefix, q = node.prefix, node.quote
+        return src.replace(node, lambda n: n.with_changes(value=f"{prefix}{q}float32{q}"))
+    return ensure_torch(src.replace(node, lambda n: expr("torch.float32")))
+
+
+@fixer("torch-dtype-fp16", "param-dtype", "default-dtype")
+def dtype_fix(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    node = src.find(site.line, site.col, (cst.Attribute, cst.Name, cst.SimpleString), _dtype_node(src))
+    if node is None:
+        return []
+    dtype = half_dtype(node)
+    code = src.code(node).strip()
+    text = _to_float32(src, node)
+    what = {"torch-dtype-fp16": "Load the model in float32",
+            "param-dtype": "Create the parameter in float32",
+            "default-dtype": "Keep the default dtype float32"}[site.kind]
+    texts = with_autocast(ctx, site.path, text, dtype) if site.kind == "torch-dtype-fp16" else {site.path: text}
+    return [Option(f"{what} instead of `{code}`: GradScaler needs float32 trainable parameters (mixed precision "
+                   "comes from autocast, not from the weights)", "safe", "", texts)]
+
+
+@fixer("grad-scaler")
+def grad_scaler(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    call = src.find(site.line, site.col, cst.Call, lambda n: dotted(n.func).endswith("GradScaler"))
+    if call is None:
+        return []
+    enabled = keyword(call, "enabled")
+    if enabled is not None:
+        if isinstance(enabled.value, cst.Name) and enabled.value.value == "False":
+            return []
+        text = src.replace(enabled.value, lambda n: cst.Name("False"))
+    else:
+        text = src.replace(call, lambda n: add_arg(n, kwarg("enabled", cst.Name("False"))))
+    return [Option("Disable the GradScaler (enabled=False): bf16 has float32's exponent range, so it needs no loss "
+                   "scaling; the scaler calls then pass through unchanged", "safe", "", {site.path: text})]

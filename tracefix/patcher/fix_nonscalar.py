@@ -1,0 +1,212 @@
+"""F1: backward() / autograd.grad() on a tensor that is not a scalar."""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from tracefix.patcher.context import Context, Option, fixer
+from tracefix.patcher.cstedit import (Source, add_arg, dotted, ensure_torch, expr, keyword, kwarg,
+                                      method_call, method_name, positional)
+from tracefix.records import FixSite
+
+REDUCERS = {"mean", "sum", "item", "abs", "real", "norm", "nansum", "nanmean", "logsumexp"}
+
+MEAN_WHY = ("mean keeps the gradient scale independent of the batch size; "
+            ".sum() would make it grow with the batch")
+
+
+def is_reduced(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Attribute) and node.attr.value == "real":
+        return True
+    if isinstance(node, cst.Call):
+        name = dotted(node.func)
+        if method_name(node) in REDUCERS and not name.startswith(("torch.", "F.")):
+            return True
+        if name in {f"torch.{r}" for r in REDUCERS} and node.args:
+            return True
+    return False
+
+
+def _elements(node: cst.BaseExpression) -> List[cst.BaseExpression]:
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [e.value for e in node.elements]
+    return [node]
+
+
+def _reduce(node: cst.BaseExpression, how: str) -> cst.BaseExpression:
+    """``node.how()`` (``.real`` is an attribute); lists/tuples get each element reduced."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return node.with_changes(elements=[e.with_changes(value=_reduce(e.value, how)) if not is_reduced(e.value) else e
+                                           for e in node.elements])
+    if how == "real":
+        from tracefix.patcher.cstedit import parenthesize
+        return cst.Attribute(value=parenthesize(node), attr=cst.Name("real"))
+    return method_call(node, how)
+
+
+def _is_complex(ctx: Context) -> bool:
+    return ctx.diag.field("dtype").startswith("torch.complex")
+
+
+def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, what: str,
+                       rel: str) -> List[Option]:
+    """Replace ``target`` by its reduction: mean (safe), sum (unsafe); complex: abs / real."""
+    if all(is_reduced(e) for e in _elements(target)):
+        return []
+    code = src.code(target).strip()
+    if _is_complex(ctx):
+        dtype = ctx.diag.field("dtype")
+        return [
+            Option(f"Take the magnitude of the {dtype} {what} before backward: `{code}.abs()`",
+                   "unsafe", f"the output is complex ({dtype}); minimising its magnitude is a choice only you "
+                             "can confirm", {rel: src.replace(target, lambda n: _reduce(n, "abs"))}),
+            Option(f"Backpropagate the real part of the {dtype} {what}: `{code}.real`", "unsafe",
+                   f"the output is complex ({dtype}); the imaginary part is then ignored",
+                   {rel: src.replace(target, lambda n: _reduce(n, "real"))}, alternative=True),
+        ]
+    return [
+        Option(f"Reduce `{code}` to a scalar with .mean() before backward ({MEAN_WHY})", "safe", "",
+               {rel: src.replace(target, lambda n: _reduce(n, "mean"))}),
+        Option(f"Reduce `{code}` to a scalar with .sum() before backward", "unsafe",
+               "gradients then grow with the batch size, so the learning rate may need retuning",
+               {rel: src.replace(target, lambda n: _reduce(n, "sum"))}, alternative=True),
+    ]
+
+
+def _backward_target(call: cst.Call) -> Tuple[Optional[cst.BaseExpression], str]:
+    """What must become a scalar, and the keyword that would carry an explicit gradient."""
+    name = dotted(call.func)
+    pos = positional(call)
+    if name.endswith("autograd.backward") or (pos and name != ""):
+        # torch.autograd.backward(x), accelerator.backward(loss), fabric.backward(loss)
+        if keyword(call, "grad_tensors") or keyword(call, "gradient") or len(pos) > 1 and name.endswith("autograd.backward"):
+            return None, ""
+        tensors = keyword(call, "tensors")
+        target = pos[0].value if pos else (tensors.value if tensors else None)
+        return target, "grad_tensors" if name.endswith("autograd.backward") else "gradient"
+    if not isinstance(call.func, cst.Attribute) or keyword(call, "gradient") or pos:
+        return None, ""
+    receiver = call.func.value
+    if isinstance(receiver, cst.Call) and method_name(receiver) == "scale" and positional(receiver):
+        return positional(receiver)[0].value, "gradient"     # scaler.scale(loss).backward()
+    return receiver, "gradient"
+
+
+@fixer("backward-receiver")
+def backward_receiver(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    call = src.find(site.line, site.col, cst.Call, lambda n: method_name(n) == "backward"
+                    or dotted(n.func).endswith("autograd.backward"))
+    if call is None:
+        # scaler.scale(loss) on a line of its own (the backward call elsewhere)
+        call = src.find(site.line, site.col, cst.Call, lambda n: method_name(n) == "scale" and bool(positional(n)))
+        if call is None:
+            return []
+        return _reduction_options(ctx, src, positional(call)[0].value, "loss", site.path)
+    target, grad_kw = _backward_target(call)
+    if target is None:
+        return []
+    options = _reduction_options(ctx, src, target, "output", site.path)
+    if options and _used_later(src, call, target):
+        # `loss` is read again after backward (loss.item(), return loss): reducing it where it is
+        # assigned (another site) serves that code too, so that fix ranks first when offered.
+        options[0].demote = True
+    if options and not _is_complex(ctx) and not isinstance(target, (cst.List, cst.Tuple)):
+        code = src.code(target).strip()
+        ones = kwarg(grad_kw, expr(f"torch.ones_like({code})"))
+        text = ensure_torch(src.replace(call, lambda n: add_arg(n, ones)))
+        options.append(Option(f"Pass an explicit gradient: `{grad_kw}=torch.ones_like({code})`", "unsafe",
+                              "equivalent to .sum(): per-element gradients are summed, so their scale grows "
+                              "with the batch size", {site.path: text}, alternative=True))
+    return options
+
+
+def _used_later(src: Source, call: cst.Call, target: cst.BaseExpression) -> bool:
+    if not isinstance(target, cst.Name):
+        return False
+    scope = next((a for a in src.ancestors(call) if isinstance(a, cst.FunctionDef)), src.module)
+    end = src.positions[call].end.line
+    return any(n.value == target.value and src.positions[n].start.line > end
+               for n in src.all(cst.Name) if any(a is scope for a in src.ancestors(n)))
+
+
+@fixer("loss-assignment", "per-sample-return")
+def loss_value(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    if site.kind == "per-sample-return":
+        node = src.find(site.line, site.col, cst.Return, lambda n: n.value is not None)
+        what = "returned loss"
+    else:
+        node = src.find(site.line, site.col, (cst.Assign, cst.AnnAssign), lambda n: n.value is not None)
+        what = "assigned loss"
+    if node is None:
+        return []
+    return _reduction_options(ctx, src, node.value, what, site.path)
+
+
+def _string_value(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # pragma: no cover - odd prefixes
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _with_string(node: cst.SimpleString, new: str) -> cst.SimpleString:
+    prefix_len = len(node.prefix)
+    quote = node.quote
+    return node.with_changes(value=node.value[:prefix_len] + quote + new + quote)
+
+
+@fixer("criterion-reduction")
+def criterion_reduction(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    arg = src.find(site.line, site.col, cst.Arg,
+                   lambda a: a.keyword is not None and a.keyword.value == "reduction" and _string_value(a.value) == "none")
+    if arg is None:
+        return []
+    value = arg.value
+    return [
+        Option("Let the criterion average the per-sample losses: reduction='mean' "
+               f"({MEAN_WHY})", "safe", "", {site.path: src.replace(value, lambda n: _with_string(n, "mean"))}),
+        Option("Let the criterion sum the per-sample losses: reduction='sum'", "unsafe",
+               "gradients then grow with the batch size", {site.path: src.replace(value, lambda n: _with_string(n, "sum"))},
+               alternative=True),
+    ]
+
+
+@fixer("autograd-grad")
+def autograd_grad(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    call = src.find(site.line, site.col, cst.Call,
+                    lambda n: dotted(n.func) in ("torch.autograd.grad", "autograd.grad"))
+    if call is None or keyword(call, "grad_outputs") or len(positional(call)) > 2:
+        return []
+    pos = positional(call)
+    outputs = pos[0].value if pos else (keyword(call, "outputs").value if keyword(call, "outputs") else None)
+    if outputs is None or all(is_reduced(e) for e in _elements(outputs)):
+        return []
+    elems = _elements(outputs)
+    codes = [src.code(e).strip() for e in elems]
+    if isinstance(outputs, (cst.List, cst.Tuple)):
+        ones_code = "[" + ", ".join(f"torch.ones_like({c})" for c in codes) + "]"
+    else:
+        ones_code = f"torch.ones_like({codes[0]})"
+    with_ones = ensure_torch(src.replace(call, lambda n: add_arg(n, kwarg("grad_outputs", expr(ones_code)))))
+    return [
+        Option(f"Give torch.autograd.grad an explicit grad_outputs={ones_code} (the gradient of the sum of the outputs, "
+               "per input element)", "safe", "", {site.path: with_ones}),
+        Option(f"Differentiate the sum of the outputs: `{codes[0]}.sum()`", "safe", "",
+               {site.path: src.replace(outputs, lambda n: _reduce(n, "sum"))}, alternative=True),
+    ]

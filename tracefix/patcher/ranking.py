@@ -1,0 +1,73 @@
+"""Fix sites -> ranked patches (first = recommended)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Tuple
+
+from tracefix.patcher import fix_dtype, fix_inplace, fix_nonscalar  # noqa: F401  (register the fixers)
+from tracefix.patcher.context import FIXERS, Context, Option
+from tracefix.patcher.text import restore, unified_diff
+from tracefix.records import Diagnosis, FixSite, Patch
+
+
+def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
+    """Patches for ``diag.fix_sites``: every site's main fix in site order, then the alternatives."""
+    ctx = Context(diag, Path(root))
+    main: List[Tuple[bool, Patch]] = []
+    alternatives: List[Patch] = []
+    seen = set()
+    for site in diag.fix_sites:
+        fix = FIXERS.get(site.kind)
+        if fix is None:
+            continue
+        try:
+            options = fix(ctx, site)
+        except Exception:  # a fixer bug must not take the diagnosis down; the site just gets no patch
+            continue
+        for option in options:
+            patch = _to_patch(ctx, option)
+            if patch is None or patch.diff in seen:
+                continue
+            seen.add(patch.diff)
+            if option.alternative:
+                alternatives.append(patch)
+            else:
+                main.append((option.demote, patch))
+    main.sort(key=lambda item: item[0])  # stable: site order otherwise
+    return tuple([p for _, p in main] + alternatives)
+
+
+def _to_patch(ctx: Context, option: Option):
+    files = []
+    for rel, fixed in option.texts.items():
+        decoded = ctx.decoded(rel)
+        if decoded is None:
+            return None
+        new = restore(decoded.text, fixed)
+        if new == decoded.text:
+            continue
+        try:
+            compile(new, rel, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return None
+        files.append((rel, decoded.text, new))
+    if not files:
+        return None
+    diff = "".join(unified_diff(rel, old, new) for rel, old, new in files)
+    return Patch(summary=option.summary, applicability=option.applicability, reason=option.reason,
+                 diff=diff, files=tuple(files))
+
+
+def settled(diag: Diagnosis) -> bool:
+    """Does the evidence single out one fix site? (no when the top two tie on different lines)"""
+    sites = sorted(diag.fix_sites, key=lambda s: -s.score)
+    if not sites:
+        return False
+    if len(sites) == 1:
+        return True
+    first, second = sites[0], sites[1]
+    return not (first.score == second.score and (first.path, first.line) != (second.path, second.line))
+
+
+def patchable(site: FixSite) -> bool:
+    return site.kind in FIXERS

@@ -1,0 +1,117 @@
+"""Source text as bytes on disk: encoding, BOM and line endings, kept exactly as found.
+
+The fixers work on a copy with every line ending turned into "\\n" (libcst refuses mixed endings);
+``restore`` maps the fixed text back onto the original lines, so untouched lines keep their own
+ending byte for byte and new lines take the file's most common one.
+"""
+from __future__ import annotations
+
+import difflib
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import List, Tuple
+
+from tracefix.patcher.errors import PatchError
+
+BOM = b"\xef\xbb\xbf"
+_NEWLINE = re.compile(r"(\r\n|\r|\n)")
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str          # decoded, BOM removed, line endings as in the file
+    encoding: str      # codec name for encoding back ("utf-8", "latin-1", ...)
+    bom: bool
+
+
+def decode(data: bytes, name: str) -> Decoded:
+    bom = data.startswith(BOM)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise PatchError(f"{name}: cannot tell its encoding ({exc.msg if hasattr(exc, 'msg') else exc})") from None
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    body = data[len(BOM):] if bom else data
+    try:
+        text = body.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise PatchError(f"{name}: cannot decode it as {encoding} ({exc})") from None
+    return Decoded(text, encoding, bom)
+
+
+def encode(text: str, encoding: str, bom: bool, name: str) -> bytes:
+    try:
+        data = text.encode(encoding)
+    except (UnicodeEncodeError, LookupError) as exc:
+        raise PatchError(f"{name}: the patched text cannot be written as {encoding} ({exc})") from None
+    return (BOM + data) if bom else data
+
+
+def split_lines(text: str) -> List[Tuple[str, str]]:
+    """(content, ending) pairs; only \\r\\n, \\r and \\n end a line (as in Python source)."""
+    parts = _NEWLINE.split(text)
+    lines = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+    if parts[-1]:
+        lines.append((parts[-1], ""))
+    return lines
+
+
+def normalize(text: str) -> str:
+    return "".join(c + ("\n" if e else "") for c, e in split_lines(text))
+
+
+def dominant_newline(text: str) -> str:
+    counts = {nl: 0 for nl in ("\n", "\r\n", "\r")}
+    for _, ending in split_lines(text):
+        if ending:
+            counts[ending] += 1
+    best = max(counts.values())
+    if best == 0:
+        return "\n"
+    return next(nl for nl in ("\n", "\r\n", "\r") if counts[nl] == best)
+
+
+def restore(original: str, fixed_normalized: str) -> str:
+    """Put ``fixed_normalized`` (\\n endings) back into ``original``'s line endings."""
+    old = split_lines(original)
+    new = split_lines(fixed_normalized)
+    newline = dominant_newline(original)
+    matcher = difflib.SequenceMatcher(None, [c for c, _ in old], [c for c, _ in new], autojunk=False)
+    out: List[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k in range(j2 - j1):
+            content, ending = new[j1 + k]
+            if ending:
+                i = i1 + k
+                ending = old[i][1] if i < i2 and old[i][1] else newline
+            out.append(content + ending)
+    return "".join(out)
+
+
+def line_at(text: str, line: int) -> str:
+    lines = split_lines(text)
+    return lines[line - 1][0] if 1 <= line <= len(lines) else ""
+
+
+def first_difference(a: str, b: str) -> int:
+    """1-based number of the first line where ``a`` and ``b`` differ."""
+    la, lb = split_lines(a), split_lines(b)
+    for i, (x, y) in enumerate(zip(la, lb), start=1):
+        if x != y:
+            return i
+    return min(len(la), len(lb)) + 1
+
+
+def unified_diff(rel: str, before: str, after: str) -> str:
+    a = [c + e for c, e in split_lines(before)]
+    b = [c + e for c, e in split_lines(after)]
+    out = []
+    for line in difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", lineterm="\n"):
+        if line.endswith(("\n", "\r")):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)

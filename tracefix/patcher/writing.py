@@ -1,0 +1,255 @@
+"""Write a patch safely, and undo the last one byte for byte.
+
+Rules: never outside the root (no "..", absolute paths, symlinks leaving it, site-/dist-packages);
+refuse when a file changed since the patch was made; check every file before writing any; write
+atomically (temp file in the same folder + os.replace) keeping encoding, BOM, line endings and mode;
+back the originals up under <root>/.tracefix/ and record them in last-apply.json.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Dict, List, Optional
+
+from tracefix.patcher.errors import PatchError
+from tracefix.patcher.text import decode, encode, first_difference, line_at, split_lines
+from tracefix.records import Patch
+
+STATE_DIR = ".tracefix"
+MANIFEST = "last-apply.json"
+_FORBIDDEN_PARTS = {"site-packages", "dist-packages"}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _root(root: Path) -> Path:
+    try:
+        resolved = Path(root).resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise PatchError(f"the project root {root} does not exist") from None
+    if not resolved.is_dir():
+        raise PatchError(f"the project root {root} is not a directory")
+    return resolved
+
+
+def safe_path(root: Path, rel: str) -> Path:
+    """The real file ``rel`` names under ``root``; PatchError when it would leave the root."""
+    if not rel or "\x00" in rel:
+        raise PatchError(f"refusing to write '{rel}': not a file path")
+    if PurePosixPath(rel).is_absolute() or PureWindowsPath(rel).is_absolute() or PureWindowsPath(rel).drive:
+        raise PatchError(f"refusing to write '{rel}': patch paths must be relative to the project root")
+    parts = rel.replace("\\", "/").split("/")
+    if ".." in parts:
+        raise PatchError(f"refusing to write '{rel}': the path leaves the project root")
+    if _FORBIDDEN_PARTS & set(parts) or STATE_DIR in parts:
+        raise PatchError(f"refusing to write '{rel}': it is an installed package or tracefix's own state, "
+                         "not your code")
+    target = (root / rel)
+    try:
+        resolved = target.resolve(strict=False)
+    except (OSError, RuntimeError):
+        raise PatchError(f"refusing to write '{rel}': cannot resolve the path (symlink loop?)") from None
+    try:
+        inside = resolved.relative_to(root)
+    except ValueError:
+        raise PatchError(f"refusing to write '{rel}': it resolves to {resolved}, outside the project root") from None
+    if _FORBIDDEN_PARTS & set(inside.parts):
+        raise PatchError(f"refusing to write '{rel}': it resolves into an installed package ({resolved})")
+    return resolved
+
+
+def _read(path: Path, rel: str) -> bytes:
+    if not path.exists():
+        raise PatchError(f"cannot patch {rel}: the file does not exist")
+    if not path.is_file():
+        raise PatchError(f"cannot patch {rel}: it is not a regular file")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except PermissionError:
+        raise PatchError(f"cannot read {rel}: permission denied") from None
+    except OSError as exc:
+        raise PatchError(f"cannot read {rel}: {exc.strerror or exc}") from None
+
+
+def _check_writable(path: Path, rel: str) -> None:
+    st = path.stat()
+    if not os.access(path, os.W_OK) or not (st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)):
+        raise PatchError(f"cannot write {rel}: the file is read-only")
+    folder = path.parent
+    dst = folder.stat()
+    if not os.access(folder, os.W_OK | os.X_OK) or not (dst.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)):
+        raise PatchError(f"cannot write {rel}: its folder {folder} is read-only (the patch is written through a "
+                         "temporary file beside it)")
+
+
+def _atomic_write(path: Path, data: bytes, mode: Optional[int]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tracefix-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+@dataclass
+class _Planned:
+    rel: str
+    path: Path
+    before: bytes
+    after: bytes
+    mode: int
+
+
+def _check_expect(rel: str, current: str, expect: Dict[str, str]) -> None:
+    for key, wanted in expect.items():
+        path, _, line = key.rpartition(":")
+        if not (path and line.isdigit()):
+            path, line = key, ""
+        if path.replace("\\", "/") != rel:
+            continue
+        wanted = wanted.strip()
+        if line:
+            got = line_at(current, int(line)).strip()
+            if got != wanted:
+                raise PatchError(f"{rel}:{line} no longer reads '{wanted}' (edited since the log?)")
+        elif wanted not in {c.strip() for c, _ in split_lines(current)}:
+            raise PatchError(f"{rel} no longer has a line reading '{wanted}' (edited since the log?)")
+
+
+def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None) -> List[str]:
+    """Write ``patch`` under ``root``; returns the relative paths written ([] when already applied).
+
+    ``expect`` maps "rel/path.py:LINE" (or just "rel/path.py") to the stripped source line the
+    traceback showed; the patch is refused when the file no longer reads so.
+    """
+    root = _root(root)
+    if not patch.files:
+        raise PatchError("this patch carries no file contents to write")
+    plan: List[_Planned] = []
+    for rel, original, new in patch.files:
+        rel = rel.replace("\\", "/")
+        path = safe_path(root, rel)
+        data = _read(path, rel)
+        decoded = decode(data, rel)
+        if expect:
+            _check_expect(rel, decoded.text, expect)
+        if decoded.text == new:
+            continue  # already applied: applying twice changes nothing
+        if decoded.text != original:
+            n = first_difference(original, decoded.text)
+            was = line_at(original, n).strip()
+            raise PatchError(f"{rel}:{n} no longer reads '{was}' (edited since the patch was made?)")
+        try:
+            compile(new, rel, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            raise PatchError(f"refusing to write {rel}: the patched text does not compile ({exc})") from None
+        after = encode(new, decoded.encoding, decoded.bom, rel)
+        _check_writable(path, rel)
+        plan.append(_Planned(rel, path, data, after, stat.S_IMODE(path.stat().st_mode)))
+    if not plan:
+        return []
+
+    backup_dir, manifest = _backup(root, plan)
+    written: List[_Planned] = []
+    try:
+        for item in plan:
+            _atomic_write(item.path, item.after, item.mode)
+            written.append(item)
+    except OSError as exc:
+        failed = plan[len(written)].rel
+        for item in reversed(written):
+            try:
+                _atomic_write(item.path, item.before, item.mode)
+            except OSError:  # pragma: no cover - the backup still holds it
+                pass
+        shutil.rmtree(backup_dir, ignore_errors=True)
+        raise PatchError(f"cannot write {failed}: {exc.strerror or exc}; nothing was changed") from None
+    manifest["files"] = [{"path": p.rel, "backup": _posix(backup_dir.relative_to(root) / p.rel),
+                          "sha256_before": _sha256(p.before), "sha256_after": _sha256(p.after)} for p in plan]
+    manifest["summary"] = patch.summary
+    try:
+        _atomic_write(root / STATE_DIR / MANIFEST, json.dumps(manifest, indent=2).encode("utf-8"), None)
+    except OSError as exc:  # pragma: no cover - the files are patched; say undo will not work
+        raise PatchError(f"the patch was written but its undo record was not ({exc.strerror or exc})") from None
+    return [p.rel for p in plan]
+
+
+def _posix(path: Path) -> str:
+    return "/".join(path.parts)
+
+
+def _backup(root: Path, plan: List[_Planned]):
+    state = root / STATE_DIR
+    if state.is_symlink() or (state.exists() and not state.is_dir()):
+        raise PatchError(f"refusing to use {state}: it is not a plain folder")
+    stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
+    backup_dir = state / "backup" / stamp
+    try:
+        for item in plan:
+            dest = backup_dir / item.rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(item.before)
+    except OSError as exc:
+        shutil.rmtree(backup_dir, ignore_errors=True)
+        raise PatchError(f"cannot back up the originals under {state}: {exc.strerror or exc}; nothing was changed") \
+            from None
+    return backup_dir, {"version": 1, "time": stamp, "files": []}
+
+
+def undo(root: Path, force: bool = False) -> List[str]:
+    """Restore the files of the last apply; [] when there is nothing to undo."""
+    root = _root(root)
+    record = root / STATE_DIR / MANIFEST
+    if not record.is_file():
+        return []
+    try:
+        manifest = json.loads(record.read_text(encoding="utf-8"))
+        files = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise PatchError(f"cannot read the undo record {record}") from None
+    plan = []
+    for item in files:
+        rel = item["path"]
+        path = safe_path(root, rel)
+        backup = root / item["backup"]
+        try:
+            backup.resolve().relative_to((root / STATE_DIR).resolve())
+            original = backup.read_bytes()
+        except (OSError, ValueError):
+            raise PatchError(f"cannot undo {rel}: its backup {item['backup']} is missing") from None
+        if path.exists():
+            current = _read(path, rel)
+            if _sha256(current) != item.get("sha256_after") and not force:
+                raise PatchError(f"{rel} changed since tracefix patched it; refusing to undo (use --force to restore "
+                                 "the backup anyway)")
+            _check_writable(path, rel)
+            mode = stat.S_IMODE(path.stat().st_mode)
+        else:
+            mode = None
+        plan.append((rel, path, original, mode))
+    for rel, path, original, mode in plan:
+        try:
+            _atomic_write(path, original, mode)
+        except OSError as exc:
+            raise PatchError(f"cannot restore {rel}: {exc.strerror or exc}") from None
+    record.unlink()
+    return [rel for rel, *_ in plan]
