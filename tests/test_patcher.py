@@ -1,6 +1,7 @@
 """Patcher: fix sites -> patches.  Fixtures in tests/patch_cases/<kind>/<name>.in.py -> .out.py
 (or a folder of *.in.py / *.out.py for patches spanning files); the line carrying
-``# FIX: <kind>`` is the fix site, and that comment must survive into the .out.py."""
+``# FIX: <kind>`` is the fix site, and that comment must survive into the .out.py.  A lone
+<name>.in.py (no .out.py) is a case where the fixer must propose nothing."""
 from __future__ import annotations
 
 import re
@@ -81,6 +82,9 @@ def test_fixture(case: Path, variant: str, tmp_path: Path):
     site, fields = find_site(tmp_path, [n for n, _, _ in files])
     assert site is not None, "fixture has no '# FIX: <kind>' line"
     patches = propose(diag_for([site], fields), tmp_path)
+    if case.is_file() and files[0][2] is None:  # a lone .in.py: the fixer must decline
+        assert patches == (), "a patch was proposed for a case without .out.py"
+        return
     assert patches, "no patch proposed"
     first = patches[0]
     expected = {name: _variant(out.read_bytes(), variant) for name, _, out in files if out is not None}

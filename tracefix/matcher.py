@@ -17,6 +17,18 @@ _SPACE = re.compile(r"\s+")
 _DECOR = re.compile(r"[`*]+")
 # Words a paraphrased message keeps; a line without any is not worth a fuzzy comparison.
 _FUZZY_GATE = re.compile(r"grad|scalar|inplace|in-place|unscal|fp16|float16|bfloat|non_finite", re.I)
+# The same words, lower case: `word in line.lower()` is ~20x faster than the re.I search above,
+# and BareMessage runs on every line of the parsed part of a log.
+_GATE_WORDS = ("grad", "scalar", "inplace", "in-place", "unscal", "fp16", "float16", "bfloat", "non_finite")
+
+
+def _gated(lowered: str) -> bool:
+    for w in _GATE_WORDS:
+        if w in lowered:
+            return True
+    return False
+
+
 MAX_FUZZY_CHARS = 600
 
 
@@ -79,11 +91,11 @@ def match(tb: Traceback, entries: Sequence[Entry]) -> Optional[Diagnosis]:
 def _fuzzy(tb: Traceback, text: str, entries: Sequence[Entry]):
     if len(text) > MAX_FUZZY_CHARS:
         text = text[:MAX_FUZZY_CHARS]
-    if not _FUZZY_GATE.search(text):
+    lowered = text.lower()
+    if not _gated(lowered):
         return None
     from rapidfuzz import fuzz
 
-    lowered = text.lower()
     best = None
     for entry in entries:
         if not entry.aliases or _excluded(entry, text):
@@ -114,9 +126,10 @@ class BareMessage:
 
     def __call__(self, line: str) -> bool:
         low = line.lower()
-        if any(k in low for k in self.lowered):
-            return True
-        if len(line) > MAX_FUZZY_CHARS or not _FUZZY_GATE.search(line):
+        for k in self.lowered:
+            if k in low:
+                return True
+        if len(line) > MAX_FUZZY_CHARS or not _gated(low):
             return False
         text = normalize(line)
         if any(rx.search(text) for e in self.entries for rx in e.patterns):

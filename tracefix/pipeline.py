@@ -67,9 +67,16 @@ def locate_all(report: Report, entries: Sequence[Entry], root: Path) -> Report:
 
 
 def propose_all(report: Report, root: Path) -> Report:
-    from tracefix.patcher import propose
+    from tracefix.patcher import explain_unpatchable, propose
 
-    return replace(report, diagnoses=tuple(replace(d, patches=propose(d, root)) for d in report.diagnoses))
+    out = []
+    for d in report.diagnoses:
+        patches = propose(d, root)
+        notes = d.notes
+        if not patches and d.fix_sites:
+            notes += (f"no automatic patch: {explain_unpatchable(d.fix_sites[0])}",)
+        out.append(replace(d, patches=patches, notes=notes))
+    return replace(report, diagnoses=tuple(out))
 
 
 def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patches: bool) -> Report:
@@ -80,7 +87,8 @@ def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patch
         diags += r.diagnoses
         unknown += [u for u in r.unrecognized if u not in unknown]
     report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root)
-    if patches and report.diagnoses:
+    # libcst costs ~0.1-0.3 s to import: only pay for it when there is a site to patch
+    if patches and any(d.fix_sites for d in report.diagnoses):
         report = propose_all(report, root)
     return report
 
@@ -111,13 +119,14 @@ def stale_crash_site(d: Diagnosis) -> Optional[str]:
 
 def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) -> Tuple[List[str], List[str]]:
     """Write the recommended (or --pick N) patch of every settled diagnosis: (written, problems)."""
-    from tracefix.patcher import PatchError, apply, settled
+    from tracefix.patcher import PatchError, apply, explain_unpatchable, settled
 
     written: List[str] = []
     problems: List[str] = []
     for d in report.diagnoses:
         if not d.patches:
-            problems.append(f"{d.entry_id}: no automatic patch (see the fix sites above)")
+            why = explain_unpatchable(d.fix_sites[0]) if d.fix_sites else "no fix site was found in the project"
+            problems.append(f"{d.entry_id}: no automatic patch: {why}")
             continue
         if pick is None and not settled(d):
             problems.append(f"{d.entry_id}: several fix sites are equally likely; nothing written "

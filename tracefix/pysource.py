@@ -98,6 +98,11 @@ class SourceFile:
         self.path = path
         self.error: Optional[str] = None
         self.tree: Optional[ast.Module] = None
+        self._parents: Optional[Dict[int, ast.AST]] = None
+        self._funcs: Optional[List[ast.AST]] = None
+        self._imports: Optional[Dict[str, Tuple[str, Optional[str], int]]] = None
+        self._own: Dict[int, List[ast.AST]] = {}
+        self.memo: Dict[object, object] = {}      # per-file memo for callers' derived tables
         text, why = read_text(path)
         self.text = text or ""
         self.lines: List[str] = self.text.split("\n") if text is not None else []
@@ -110,8 +115,6 @@ class SourceFile:
             self.error = f"has a syntax error at line {exc.lineno}"
         except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
             self.error = f"cannot be parsed ({type(exc).__name__})"
-        self._parents: Optional[Dict[int, ast.AST]] = None
-        self._funcs: Optional[List[ast.AST]] = None
 
     # --- structure ------------------------------------------------------------------------
     @property
@@ -154,6 +157,13 @@ class SourceFile:
     def scopes(self) -> List[ast.AST]:
         return ([self.tree] if self.tree is not None else []) + self.functions()
 
+    def own(self, scope: ast.AST) -> List[ast.AST]:
+        """Cached :func:`own_nodes` of a scope of this file."""
+        key = id(scope)
+        if key not in self._own:
+            self._own[key] = list(own_nodes(scope))
+        return self._own[key]
+
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 1 <= line <= len(self.lines) else ""
 
@@ -195,7 +205,10 @@ class SourceFile:
 
     def imports(self) -> Dict[str, Tuple[str, Optional[str], int]]:
         """local name -> (module, imported attribute or None, relative level)."""
+        if self._imports is not None:
+            return self._imports
         out: Dict[str, Tuple[str, Optional[str], int]] = {}
+        self._imports = out
         if self.tree is None:
             return out
         for node in ast.walk(self.tree):
@@ -232,6 +245,8 @@ class Project:
         self.index = index
         self._cache: Dict[str, SourceFile] = {}
         self.errors: Dict[str, str] = {}
+        self._grep_cache: Dict[Tuple[str, ...], List[str]] = {}
+        self._closure_cache: Dict[str, List[str]] = {}
 
     def source(self, rel: str) -> Optional[SourceFile]:
         if rel not in self._cache:
@@ -249,13 +264,22 @@ class Project:
 
     def py_files(self, needles: Tuple[str, ...] = ()) -> List[str]:
         """All project .py files, or those whose raw bytes contain one of needles (cheap prefilter)."""
+        key = tuple(needles)
+        if key not in self._grep_cache:
+            self._grep_cache[key] = self._py_files(key)
+        return list(self._grep_cache[key])
+
+    def _py_files(self, needles: Tuple[str, ...]) -> List[str]:
         out = []
         for rel in self.index.py_files():
             if needles:
                 try:
-                    path = self.index.abs_path(rel)
-                    if path.stat().st_size > MAX_BYTES:
-                        continue
+                    path = self.index.inside(self.index.abs_path(rel))
+                    if path is None:
+                        continue        # a symlink out of the root, or gone
+                    st = path.stat()
+                    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+                        continue        # a FIFO would block, a device never ends
                     raw = path.read_bytes()
                 except OSError:
                     continue
@@ -308,6 +332,8 @@ class Project:
 
     def closure(self, rel: str) -> List[str]:
         """rel and the project files it imports, transitively (breadth first, bounded)."""
+        if rel in self._closure_cache:
+            return list(self._closure_cache[rel])
         seen = [rel]
         i = 0
         while i < len(seen) and len(seen) < MAX_CLOSURE:
@@ -315,7 +341,8 @@ class Project:
                 if dep not in seen:
                     seen.append(dep)
             i += 1
-        return seen
+        self._closure_cache[rel] = seen
+        return list(seen)
 
     def lookup(self, rel: str, name: str, depth: int = 0) -> Optional[Tuple[SourceFile, ast.AST]]:
         """The def/class a name refers to at module level in rel (following project imports)."""

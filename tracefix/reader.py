@@ -66,7 +66,7 @@ _ANOMALY = re.compile(
 _WORDY = re.compile(r"[A-Za-z]{2}")   # a message continuation line has words, not binary debris
 _REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
 _LOGLINE = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|[IWEF]\d{4} \d{2}:|=====|\*{5}|Epoch\b|\d+%\|)")
-_FLAT_SPLIT = re.compile(r'\s+(?=File "[^"]+", line \d+)')
+_FLAT_SPLIT = re.compile(r'(?<!\s)\s+(?=File "[^"]+", line \d+)')   # lookbehind: linear on long blank runs
 _FLAT_EXC = re.compile(r"\s(?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")
 _FLAT_CODE = re.compile(r'^(File "[^"]+", line \d+, in \S+)\s+(.+)$')
 
@@ -170,6 +170,8 @@ def _line_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:
     for piece in _utf8_chunks(stream, size):
         data = carry + piece if carry else piece
         cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        if 0 <= cut == len(data) - 1 and data[cut] == 13:   # a "\r" at the end may be half of "\r\n"
+            cut = max(data.rfind(b"\n", 0, cut), data.rfind(b"\r", 0, cut))
         if cut < 0:
             carry = data if len(data) <= MAX_CARRY else data[-MAX_LINE:]
             continue
@@ -199,7 +201,7 @@ def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[
             h_chunk, h_hit = held
             if h_hit or before_hit or hit:
                 yield line_no, h_chunk
-                line_no += h_chunk.count(b"\n")
+                line_no += h_chunk.count(b"\n") + h_chunk.count(b"\r") - h_chunk.count(b"\r\n")
             else:
                 yield line_no, None
             before_hit = h_hit
@@ -209,7 +211,16 @@ def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[
 
 
 def _lines(chunk: bytes) -> List[str]:
-    return chunk.decode("utf-8", "replace").splitlines()
+    # Lines end at \n, \r\n or \r only -- the cuts _line_chunks makes -- so that line numbers and
+    # the lines themselves do not depend on where chunks were cut (str.splitlines also splits at
+    # \x0b, \x0c, \x1c-\x1e, \x85, \u2028/9, which the chunk cutter does not know about).
+    text = chunk.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _unflatten(text: str) -> List[str]:
@@ -536,7 +547,9 @@ class _RankParser:
 
     def _other(self, text: str, stripped: str, line_no: int) -> None:
         core = _PYTEST_E.sub("", stripped) if _PYTEST_E.match(stripped) else stripped
-        core = core.strip("`*_\"' ")
+        core = core.strip()
+        while len(core) > 1 and core[0] == core[-1] and core[0] in "`*_\"'":   # `...`, **...**, "...": a
+            core = core[1:-1].strip()     # decorated paste; but KeyError: 'x' keeps its quotes
         m = _EXC.match(core)
         if m and (self.cur is not None and self.state in ("frames", "frames_done")):
             self._exception(m)
@@ -604,13 +617,19 @@ def read_tracebacks(
     ``keywords`` are literal strings whose presence makes a chunk of a big log worth parsing;
     ``bare(line)`` says whether a line outside any traceback is an error message on its own.
     """
-    needles = tuple(NEEDLES) + tuple(k.encode("utf-8") for k in keywords if k)
+    needles = tuple(dict.fromkeys(tuple(NEEDLES) + tuple(k.encode("utf-8") for k in keywords if k)))
+    # A needle that contains another adds nothing to the chunk test, and each costs a pass over the chunk.
+    needles = tuple(n for n in needles if not any(m != n and m in n for m in needles))
     parsers: Dict[Optional[int], _RankParser] = {}
+    spilled: List[Traceback] = []
 
     def parser(rank: Optional[int]) -> _RankParser:
         p = parsers.get(rank)
         if p is None:
             if len(parsers) > 4096:   # bound: a log cannot make us keep unbounded parsers
+                for q in parsers.values():
+                    q.finish()
+                    spilled.extend(q.out)
                 parsers.clear()
             p = parsers[rank] = _RankParser(rank, bare)
         return p
@@ -619,6 +638,8 @@ def read_tracebacks(
         if chunk is None:
             for p in parsers.values():
                 p.gap()
+                yield from p.out
+                p.out.clear()
         else:
             for offset, raw in enumerate(_lines(chunk)):
                 text = clean_line(raw)
@@ -628,10 +649,15 @@ def read_tracebacks(
                     text = _QUOTE.sub("", text, count=1)
                 rank, text = split_prefix(text)
                 parser(rank).feed(text, first_line + offset)
+        if spilled:
+            yield from spilled
+            spilled.clear()
         for p in parsers.values():
-            if p.out:
-                yield from p.out
-                p.out.clear()
+            # The newest record waits for the next chunk: a "The above exception was the direct
+            # cause..." line there still has to mark it (results must not depend on chunk cuts).
+            if len(p.out) > 1:
+                yield from p.out[:-1]
+                del p.out[:-1]
     for p in parsers.values():
         p.finish()
         yield from p.out

@@ -1,13 +1,14 @@
 """F2: a tensor saved for backward was modified in place."""
 from __future__ import annotations
 
+import builtins
 import re
-from typing import List, Optional
+from typing import List, Optional, Set
 
 import libcst as cst
 
 from tracefix.patcher.context import Context, Option, fixer
-from tracefix.patcher.cstedit import Source, dotted, expr, keyword, positional, remove_arg
+from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwarg, positional, remove_arg
 from tracefix.records import FixSite
 
 _AUG_TO_BIN = {
@@ -270,10 +271,275 @@ def inplace_out(ctx: Context, site: FixSite) -> List[Option]:
                    if aliased else "", {site.path: src.replace(parent, make)})]
 
 
+# -- optimizer.step() between two backward passes -------------------------------------------------
+OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD", "NAdam",
+              "RAdam", "SparseAdam", "Adafactor", "Muon", "LBFGS"}
+_PARAM_VIEWS = {"parameters", "named_parameters", "modules", "children", "buffers", "state_dict"}
+_BUILTINS = set(dir(builtins))
+
+
+def _is_optimizer(call: cst.CSTNode) -> bool:
+    if not isinstance(call, cst.Call):
+        return False
+    parts = dotted(call.func).split(".")
+    return parts[-1] in OPTIMIZERS or any(p in ("optim", "optimizer", "optimizers") for p in parts[:-1])
+
+
+def _names(node: cst.CSTNode, skip_callees: bool = False) -> Set[str]:
+    """Names read in ``node`` (not attribute names, keyword names or, with skip_callees, f in f(...))."""
+    out: Set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Call(self, n: cst.Call) -> bool:
+            if not (skip_callees and isinstance(n.func, cst.Name)):
+                n.func.visit(self)
+            for a in n.args:
+                a.visit(self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+    node.visit(V())
+    return out
+
+
+def _mentions(node: cst.CSTNode, names: Set[str], dotted_names: Set[str]) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            if dotted(n) in dotted_names:
+                found.append(n)
+            return True
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value in names or n.value in dotted_names:
+                found.append(n)
+
+    node.visit(V())
+    return bool(found)
+
+
+def _reads_grad(node: cst.CSTNode) -> bool:
+    return any(True for n in _walk(node) if isinstance(n, cst.Attribute) and n.attr.value == "grad")
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _assignments(src: Source, target: str) -> List[cst.BaseExpression]:
+    """Values assigned to ``target`` (dotted code) anywhere in the file; None marks one we cannot read."""
+    values: List[Optional[cst.BaseExpression]] = []
+    for node in src.all((cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.NamedExpr)):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                tt = t.target
+                if src.code(tt).strip() == target:
+                    values.append(node.value)
+                elif isinstance(tt, (cst.Tuple, cst.List)):
+                    codes = [src.code(e.value).strip() for e in tt.elements]
+                    if target in codes:
+                        v = node.value
+                        same = isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(codes) \
+                            and not any(isinstance(e, cst.StarredElement) for e in v.elements)
+                        values.append(v.elements[codes.index(target)].value if same else None)
+        elif isinstance(node, cst.AnnAssign):
+            if src.code(node.target).strip() == target:
+                values.append(node.value)
+        elif isinstance(node, cst.AugAssign):
+            if src.code(node.target).strip() == target:
+                values.append(None)
+        elif isinstance(node, cst.NamedExpr):
+            if src.code(node.target).strip() == target:
+                values.append(node.value)
+        elif isinstance(node, cst.For):
+            if target in {src.code(n).strip() for n in _walk(node.target) if isinstance(n, (cst.Name, cst.Attribute))}:
+                values.append(None)
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                if item.asname is not None and target in {src.code(n).strip() for n in _walk(item.asname.name)
+                                                          if isinstance(n, (cst.Name, cst.Attribute))}:
+                    values.append(None)
+    return values
+
+
+def _optimizer_roots(src: Source, opt: str) -> Optional[Set[str]]:
+    """Names that hold what optimizer ``opt`` updates (its models, parameter lists, their aliases)."""
+    values = _assignments(src, opt)
+    if not values or any(v is None or not _is_optimizer(v) for v in values):
+        return None
+    roots: Set[str] = set()
+    for v in values:
+        params = positional(v)[:1] or [a for a in v.args if a.keyword is not None and a.keyword.value == "params"]
+        if not params:
+            return None
+        roots |= _names(params[0].value) - _BUILTINS
+    if not roots:
+        return None
+    # what those names were built from (params = list(D.parameters()) -> D), then names bound to aliases
+    # of them (disc = D, ps = D.parameters())
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        for v in _assignments(src, name):
+            if v is None:
+                continue
+            for n in _names(v, skip_callees=True) - _BUILTINS - roots:
+                roots.add(n)
+                todo.append(n)
+    changed = True
+    while changed:
+        changed = False
+        for assign in src.all(cst.Assign):
+            v = assign.value
+            while isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in _PARAM_VIEWS:
+                v = v.func.value
+            while isinstance(v, cst.Attribute):
+                v = v.value
+            if not (isinstance(v, cst.Name) and v.value in roots):
+                continue
+            for t in assign.targets:
+                if isinstance(t.target, cst.Name) and t.target.value not in roots:
+                    roots.add(t.target.value)
+                    changed = True
+    return roots
+
+
+def _step_call(stmt: cst.CSTNode) -> Optional[cst.Call]:
+    """The call of a statement line that is exactly ``<optimizer>.step()``."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
+        return None
+    call = stmt.body[0].value
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step" \
+            and not call.args and dotted(call.func.value):
+        return call
+    return None
+
+
+def _backward_calls(stmt: cst.CSTNode) -> List[cst.Call]:
+    return [n for n in _walk(stmt) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "backward"]
+
+
+def _has_inputs(call: cst.Call) -> Optional[bool]:
+    """Does the backward call already pass inputs (None: cannot tell, *args / **kwargs)?"""
+    if any(a.star for a in call.args):
+        return None
+    if keyword(call, "inputs") is not None:
+        return True
+    module_form = dotted(call.func) in ("torch.autograd.backward", "autograd.backward")
+    return len(positional(call)) > (5 if module_form else 3)
+
+
+def _reorder_option(ctx: Context, site: FixSite) -> Optional[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return None
+    line = next((s for s in src.all_on_line(site.line, cst.SimpleStatementLine)
+                 if src.line_of(s) == site.line and _step_call(s) is not None), None)
+    if line is None:
+        return None
+    block = src.parent(line)
+    if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+        return None
+    body = list(block.body)
+    at = next(i for i, s in enumerate(body) if s is line)
+    opt1 = dotted(_step_call(line).func.value)
+    # (1) the next statement with a backward() call, then the other optimizer's step()
+    b = next((i for i in range(at + 1, len(body)) if _backward_calls(body[i])), None)
+    if b is None or not isinstance(body[b], cst.SimpleStatementLine) or len(_backward_calls(body[b])) != 1:
+        return None
+    backward = _backward_calls(body[b])[0]
+    has_inputs = _has_inputs(backward)
+    if has_inputs is None:
+        return None
+    s2 = next((i for i in range(b + 1, len(body)) if _step_call(body[i]) is not None
+               and _optimizer_roots(src, dotted(_step_call(body[i]).func.value)) is not None), None)
+    if s2 is None:
+        return None
+    opt2 = dotted(_step_call(body[s2]).func.value)
+    roots1 = _optimizer_roots(src, opt1)
+    roots2 = _optimizer_roots(src, opt2)
+    if opt2 == opt1 or roots1 is None or roots2 is None or roots1 & roots2:
+        return None  # shared parameters would get the second loss's gradient before the step
+    # (2)/(3) nothing up to the backward touches the stepped model, its optimizer, gradients or a
+    # function of this file (which could use the model behind our back)
+    local_defs = {f.name.value for f in src.all((cst.FunctionDef, cst.ClassDef))}
+    for stmt in body[at + 1:b + 1]:
+        if _mentions(stmt, roots1 | local_defs, {opt1}) or _reads_grad(stmt):
+            return None
+    for stmt in body[b + 1:s2]:
+        if _mentions(stmt, set(), {opt1}):
+            return None
+
+    moved_comments = [ln for ln in line.leading_lines if ln.comment is not None]
+    blanks = [ln for ln in line.leading_lines if ln.comment is None]
+
+    def make(updated: cst.CSTNode) -> cst.CSTNode:
+        new = list(updated.body)
+        step = new[at].with_changes(leading_lines=moved_comments)
+        nxt = new[at + 1]
+        if blanks and not (nxt.leading_lines and nxt.leading_lines[0].comment is None):
+            new[at + 1] = nxt.with_changes(leading_lines=[blanks[0], *nxt.leading_lines])
+        if not has_inputs:
+            params = expr(f'[p for group in {opt2}.param_groups for p in group["params"] if p.requires_grad]')
+            target = _backward_calls(new[b])[0]
+            new[b] = new[b].visit(_Swap(target, _append(target, kwarg("inputs", params))))
+        return updated.with_changes(body=new[:at] + new[at + 1:b + 1] + [step] + new[b + 1:])
+
+    text = src.replace(block, make)
+    what = src.code(backward.func.value).strip()
+    return Option(f"Move `{opt1}.step()` after `{what}.backward()` and let that backward() fill only `{opt2}`'s "
+                  "gradients, so it runs through the parameters its forward pass saved",
+                  "unsafe", f"The optimizer step is moved after the second backward(), which now only accumulates "
+                  f"gradients into {opt2}'s parameters (those of {opt1} no longer receive its gradient).",
+                  {site.path: text})
+
+
+def _append(call: cst.Call, arg: cst.Arg) -> cst.Call:
+    """add_arg, but a lone argument on its own line (``f(\\n    a,\\n)``) gets the new one on the next line."""
+    args = list(call.args)
+    if len(args) == 1 and isinstance(args[0].comma, cst.Comma) \
+            and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        between = args[0].comma.with_changes(whitespace_after=call.whitespace_before_args)
+        return call.with_changes(args=[args[0].with_changes(comma=between), arg.with_changes(comma=args[0].comma)])
+    return add_arg(call, arg)
+
+
+class _Swap(cst.CSTTransformer):
+    def __init__(self, old: cst.CSTNode, new: cst.CSTNode) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        return self.new if original_node is self.old else updated_node
+
+
+@fixer("optimizer-step-between")
+def optimizer_step_between(ctx: Context, site: FixSite) -> List[Option]:
+    option = _reorder_option(ctx, site)
+    return [] if option is None else [option]
+
+
 def explain_unpatchable(site: FixSite) -> str:
     """Why some fix sites get no automatic patch (the CLI shows this instead of a diff)."""
     if site.kind == "optimizer-step-between":
         return (f"{site.path}:{site.line} updates the parameters in place ({site.code.strip() or 'optimizer.step()'}) "
                 "between the forward pass and backward(); move it after backward() (or recompute the forward "
-                "after the step) — the right order depends on your loop, so tracefix does not rewrite it.")
+                "after the step). tracefix rewrites this only when it can prove the result unchanged (the next "
+                "backward() and the other optimizer's step() in the same block, both optimizers built in this file "
+                "over separate models, and nothing in between touching the stepped model or its gradients); "
+                "here it could not.")
     return f"{site.path}:{site.line}: no automatic fix for '{site.kind}'; change this line by hand."

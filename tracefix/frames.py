@@ -1,0 +1,280 @@
+"""Map stack frames printed in a log to files under the project root.
+
+A log is often written on another machine, in a container or on Windows, so a frame's path is
+matched against the project by its longest path suffix (``/workspace/proj/models/net.py`` finds
+``<root>/models/net.py``).  Library frames (site-packages, the standard library, torch itself,
+debugger helpers) are recognised by :func:`is_library_path`.
+
+Standard library only; never imports torch.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from .records import Frame
+
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "site-packages", "dist-packages",
+    "node_modules", "__pycache__", ".tracefix", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
+    ".ruff_cache", ".ipynb_checkpoints", ".eggs",
+})
+MAX_FILES = 50_000
+REANCHOR_WINDOW = 20
+
+# Paths that belong to a library, the interpreter or a debugger, never to the user's project.
+_LIBRARY_RX = re.compile(
+    r"""
+      [\\/](?:site|dist)-packages[\\/]
+    | (?:^|[\\/])lib(?:64)?[\\/](?:python|pypy)\d+(?:\.\d+)?t?[\\/]   # POSIX/conda/venv stdlib + packages
+    | (?:^|[\\/])usr[\\/]lib[\\/]python\d
+    | ^<frozen\b | ^<string>$ | ^<__array_function__ | ^<decorator-gen | ^<makefun-gen
+    | [\\/]AppData[\\/](?:.*[\\/])?Python[\\/]
+    | \\(?:Python\d*|anaconda\d*|miniconda\d*|[^\\/]*env[^\\/]*)\\(?-i:Lib)\\   # Windows stdlib
+    | [\\/]Python\.framework[\\/]
+    | pydevd | [\\/]_pydev | [\\/]pycharm[^\\/]*[\\/]helpers[\\/] | [\\/]helpers[\\/]pydev[\\/]
+    | [\\/]debugpy[\\/]
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+# torch's own tree, wherever it lives (a source build, a vendored copy): torch/<one of its members>.
+_TORCH_RX = re.compile(
+    r"(?:^|[\\/])(?:torch|functorch|torchvision|torchaudio|torchtext)[\\/]"
+    r"(?:_[A-Za-z0-9_]+(?:\.py)?|autograd|nn|amp|cuda|optim|utils|distributed|fx|jit|backends|"
+    r"multiprocessing|onnx|testing|export|compiler|overrides\.py|functional\.py|__init__\.py|"
+    r"serialization\.py|storage\.py|hub\.py|library\.py|random\.py|return_types\.py|"
+    r"models|transforms|datasets|io|ops)(?:[\\/]|$)"
+)
+# Code the user typed into a notebook or an interpreter: user code, but not a file we can map.
+_NOTEBOOK_RX = re.compile(
+    r"^<ipython-input-|^Cell In\s*\[|^<stdin>$|^<console>|^<cell line|[\\/]ipykernel_\d+[\\/]|"
+    r"^<input>$|^<module>$",
+    re.IGNORECASE,
+)
+
+
+def is_library_path(path: str) -> bool:
+    """True for frames of installed packages, the standard library, torch's own files and debuggers."""
+    if not path:
+        return False
+    p = path.strip()
+    return bool(_LIBRARY_RX.search(p) or _TORCH_RX.search(p))
+
+
+def is_notebook_path(path: str) -> bool:
+    """True for user code that has no file on disk (notebook cells, ipykernel temp files, stdin)."""
+    return bool(_NOTEBOOK_RX.search(path.strip())) if path else False
+
+
+def split_log_path(path: str) -> Tuple[str, ...]:
+    """Split a POSIX or Windows path into components, dropping drives, '.', '..' and empties."""
+    p = path.strip().strip('"').strip("'")
+    p = re.sub(r"^[A-Za-z]:", "", p)            # drive letter
+    p = re.sub(r"^\\\\\?\\", "", p)              # \\?\ prefix
+    parts = [c for c in re.split(r"[\\/]+", p) if c and c not in (".", "..")]
+    return tuple(parts)
+
+
+def _norm_code(text: str) -> str:
+    return "".join(text.split())
+
+
+@dataclass(frozen=True)
+class MappedFrame:
+    frame: Frame
+    local_path: Path                    # absolute, resolved, inside root
+    rel_path: str                       # relative to root, "/"-separated
+    line: int                           # local line (re-anchored when the file moved the code)
+    shift: int = 0                      # line - frame.line
+    changed: bool = False               # the logged code line was not found near the logged line
+    ambiguous: Tuple[str, ...] = ()     # other equally good candidates (rel paths)
+
+
+class FileIndex:
+    """Files under a root, indexed by base name; built once per run."""
+
+    def __init__(self, root: Path, max_files: int = MAX_FILES):
+        self.root = Path(root)
+        try:
+            self.resolved_root = self.root.resolve()
+        except (OSError, RuntimeError):
+            self.resolved_root = self.root.absolute()
+        self.by_name: Dict[str, List[Tuple[str, ...]]] = {}
+        self.by_lower_name: Dict[str, List[Tuple[str, ...]]] = {}
+        self.files: List[Tuple[str, ...]] = []
+        self.truncated = False
+        self._build(max_files)
+        self.rel_set = frozenset("/".join(parts) for parts in self.files)
+
+    def _build(self, max_files: int) -> None:
+        root = str(self.resolved_root)
+        count = 0
+        try:
+            walker = os.walk(root, topdown=True, followlinks=False)
+            for dirpath, dirnames, filenames in walker:
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+                rel_dir = os.path.relpath(dirpath, root)
+                base = () if rel_dir == "." else tuple(rel_dir.split(os.sep))
+                for name in sorted(filenames):
+                    parts = base + (name,)
+                    self.files.append(parts)
+                    self.by_name.setdefault(name, []).append(parts)
+                    self.by_lower_name.setdefault(name.lower(), []).append(parts)
+                    count += 1
+                    if count >= max_files:
+                        self.truncated = True
+                        return
+        except OSError:
+            return
+
+    def py_files(self) -> List[str]:
+        return ["/".join(p) for p in self.files if p[-1].endswith(".py")]
+
+    def abs_path(self, rel: str) -> Path:
+        return self.resolved_root.joinpath(*rel.split("/"))
+
+    def inside(self, path: Path) -> Optional[Path]:
+        """The resolved path when it is a regular file inside the root, else None."""
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            return None
+        try:
+            real.relative_to(self.resolved_root)
+        except ValueError:
+            return None
+        try:
+            if not real.is_file():
+                return None
+        except OSError:
+            return None
+        return real
+
+    def candidates(self, parts: Tuple[str, ...]) -> List[Tuple[int, bool, Tuple[str, ...]]]:
+        """(matching trailing components, whole local path matched, local parts), best first."""
+        if not parts:
+            return []
+        pool = self.by_name.get(parts[-1])
+        fold = False
+        if not pool:
+            pool = self.by_lower_name.get(parts[-1].lower(), [])
+            fold = True
+        out = []
+        for cand in pool:
+            depth = 0
+            for a, b in zip(reversed(parts), reversed(cand)):
+                if a == b or (fold and a.lower() == b.lower()):
+                    depth += 1
+                else:
+                    break
+            out.append((depth, depth == len(cand), cand))
+        out.sort(key=lambda t: (-t[0], not t[1], t[2]))
+        return out
+
+
+_INDEX_CACHE: Dict[str, FileIndex] = {}
+
+
+def get_index(root: Path, fresh: bool = False) -> FileIndex:
+    """A cached :class:`FileIndex` for root (``fresh=True`` rebuilds it)."""
+    key = str(Path(root).absolute())
+    if fresh or key not in _INDEX_CACHE:
+        if len(_INDEX_CACHE) > 16:
+            _INDEX_CACHE.clear()
+        _INDEX_CACHE[key] = FileIndex(Path(root))
+    return _INDEX_CACHE[key]
+
+
+def _read_lines(path: Path) -> Optional[List[str]]:
+    from .pysource import read_text  # local import keeps frames.py light
+    text, _ = read_text(path)
+    return None if text is None else text.split("\n")
+
+
+def _reanchor(lines: List[str], line: int, code: Optional[str]) -> Tuple[int, bool]:
+    """(local line, changed) for a logged (line, code)."""
+    if not code or line <= 0:
+        return line, False
+    want = _norm_code(code)
+    if not want:
+        return line, False
+    if 1 <= line <= len(lines) and _norm_code(lines[line - 1]) == want:
+        return line, False
+    # nearest match first, then the one above before the one below
+    for delta in range(1, REANCHOR_WINDOW + 1):
+        for cand in (line - delta, line + delta):
+            if 1 <= cand <= len(lines) and _norm_code(lines[cand - 1]) == want:
+                return cand, False
+    # the log may echo only the first line of a longer statement or a truncated one
+    for delta in range(0, REANCHOR_WINDOW + 1):
+        for cand in (line - delta, line + delta) if delta else (line,):
+            if 1 <= cand <= len(lines):
+                local = _norm_code(lines[cand - 1])
+                if len(want) >= 8 and local and (local.startswith(want) or want.startswith(local) and len(local) >= 8):
+                    return cand, False
+    return line, True
+
+
+def map_frame(frame: Frame, root: Path, index: Optional[FileIndex] = None) -> Optional[MappedFrame]:
+    """The file under root that a logged frame refers to, or None.
+
+    Never returns a file outside root.  When several files share the best suffix the first (sorted)
+    one is returned with the others in ``ambiguous``.
+    """
+    try:
+        return _map_frame(frame, Path(root), index)
+    except (OSError, ValueError, RuntimeError):  # never let a weird path take the run down
+        return None
+
+
+def _map_frame(frame: Frame, root: Path, index: Optional[FileIndex]) -> Optional[MappedFrame]:
+    path = (frame.path or "").strip()
+    if not path or is_notebook_path(path):
+        return None
+    if path.startswith("<") and path.endswith(">"):
+        return None
+    if is_library_path(path):
+        return None
+    index = index or get_index(root)
+    local: Optional[Path] = None
+    ambiguous: Tuple[str, ...] = ()
+    windows = "\\" in path or bool(re.match(r"^[A-Za-z]:", path))
+    # 1. the path as printed, when it lies inside root (same machine, or relative to root)
+    if not windows and "\x00" not in path:
+        direct = Path(path)
+        if not direct.is_absolute():
+            direct = index.resolved_root / direct
+        local = index.inside(direct)
+    if local is None:
+        parts = split_log_path(path)
+        cands = index.candidates(parts)
+        cands = [c for c in cands if c[0] > 0]
+        if not cands:
+            return None
+        best = cands[0]
+        ties = [c for c in cands[1:] if c[0] == best[0] and c[1] == best[1]]
+        local = index.inside(index.abs_path("/".join(best[2])))
+        if local is None:
+            # best candidate is a symlink out of root or vanished: try the next ones
+            for c in cands[1:]:
+                local = index.inside(index.abs_path("/".join(c[2])))
+                if local is not None:
+                    best = c
+                    break
+            if local is None:
+                return None
+        ambiguous = tuple("/".join(c[2]) for c in ties if c[2] != best[2])
+    rel = local.relative_to(index.resolved_root).as_posix()
+    line = frame.line
+    shift, changed = 0, False
+    if frame.code:
+        lines = _read_lines(local)
+        if lines is not None:
+            new_line, changed = _reanchor(lines, frame.line, frame.code)
+            shift = new_line - frame.line
+            line = new_line
+    return MappedFrame(frame=frame, local_path=local, rel_path=rel, line=line, shift=shift,
+                       changed=changed, ambiguous=ambiguous)
