@@ -36,7 +36,7 @@ class Entry:
     id: str
     title: str
     exception_types: Tuple[str, ...]
-    keywords: Tuple[str, ...]          # literal substrings; cheap prefilter for big logs
+    keywords: Tuple[str, ...]          # literal substrings: a line holding one is this error (cheap test)
     patterns: Tuple["re.Pattern[str]", ...]
     aliases: Tuple[str, ...]           # fuzzy fallback
     exclude: Tuple["re.Pattern[str]", ...]

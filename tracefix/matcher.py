@@ -129,7 +129,9 @@ class BareMessage:
         for k in self.lowered:
             if k in low:
                 return True
-        if len(line) > MAX_FUZZY_CHARS or not _gated(low):
+        # Paraphrases keep two of the gate words ("grad" + "scalar", "unscale" + "fp16"...); one alone
+        # is every "grad_norm" line of a training log, too many for a fuzzy comparison each.
+        if len(line) > MAX_FUZZY_CHARS or sum(w in low for w in _GATE_WORDS) < 2:
             return False
         text = normalize(line)
         if any(rx.search(text) for e in self.entries for rx in e.patterns):

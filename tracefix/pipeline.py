@@ -1,12 +1,15 @@
 """Wire the stages: read -> match -> collapse ranks -> locate (-> patch, on request)."""
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from tracefix.knowledge import Entry, find_entry
-from tracefix.matcher import BareMessage, keywords, match, normalize
+from tracefix.matcher import BareMessage, match, normalize
 from tracefix.reader import read_tracebacks
 from tracefix.records import Diagnosis, Traceback
 
@@ -30,7 +33,7 @@ def collect(stream: BinaryIO, entries: Sequence[Entry]) -> Report:
     """Read and match everything in ``stream``; identical errors from several ranks collapse."""
     found: Dict[tuple, Diagnosis] = {}
     unknown: Dict[Tuple[str, str], None] = {}
-    for tb in read_tracebacks(stream, keywords(entries), BareMessage(entries)):
+    for tb in read_tracebacks(stream, BareMessage(entries)):
         diag = match(tb, entries)
         if diag is None:
             if tb.exc_type and len(unknown) < MAX_UNRECOGNIZED:
@@ -123,6 +126,7 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
 
     written: List[str] = []
     problems: List[str] = []
+    journal = _load_journal(root)
     for d in report.diagnoses:
         if not d.patches:
             why = explain_unpatchable(d.fix_sites[0]) if d.fix_sites else "no fix site was found in the project"
@@ -136,12 +140,61 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
         if not 0 <= index < len(d.patches):
             problems.append(f"{d.entry_id}: --pick {pick}: there are {len(d.patches)} patches")
             continue
+        fingerprint = _fingerprint(d)
+        if _already_applied(journal, fingerprint, root):
+            continue  # this very traceback was patched before and the files still hold that patch
         stale = stale_crash_site(d)
         if stale:
             problems.append(f"{d.entry_id}: {stale}")
             continue
         try:
-            written += apply(d.patches[index], root)
+            done = apply(d.patches[index], root)
         except PatchError as exc:
             problems.append(f"{d.entry_id}: {exc}")
+            continue
+        written += done
+        if done:
+            journal[fingerprint] = {rel: _sha256(root / rel) for rel in done}
+            _save_journal(root, journal)
     return written, problems
+
+
+JOURNAL = Path(".tracefix") / "applied.json"
+
+
+def _fingerprint(d: Diagnosis) -> str:
+    frames = "|".join(f"{f.path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line}" for f in d.traceback.frames)
+    return hashlib.sha256(f"{d.entry_id}\n{normalize(d.traceback.message)}\n{frames}".encode()).hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _load_journal(root: Path) -> Dict[str, Dict[str, str]]:
+    try:
+        data = json.loads((root / JOURNAL).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_journal(root: Path, journal: Dict[str, Dict[str, str]]) -> None:
+    path = root / JOURNAL
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(journal, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the journal only makes a repeated --apply a no-op; losing it loses nothing else
+
+
+def _already_applied(journal: Dict[str, Dict[str, str]], fingerprint: str, root: Path) -> bool:
+    """Applying the same log twice changes nothing: its patch is in place (not undone, not edited)."""
+    files = journal.get(fingerprint)
+    return bool(files) and isinstance(files, dict) and all(
+        _sha256(root / rel) == digest for rel, digest in files.items())

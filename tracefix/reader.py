@@ -1,9 +1,11 @@
 """Find tracebacks and bare error lines in a log: bytes in, ``Traceback`` records out.
 
-Streaming and bounded: the input is read in chunks; a chunk in the middle of a big log is only
-parsed line by line when it holds one of a few long needles (cheap ``bytes.__contains__``), the
-first few MiB and the final chunk always are.  Knows logs, knows nothing of PyTorch: the caller
-passes its keywords and a ``bare`` predicate for messages pasted without a traceback.
+Streaming and bounded: the input is read in chunks.  The first MiBs and the final chunk are
+always parsed line by line; a chunk in the middle of a big log only when it, or a neighbour,
+holds a traceback header (one ``bytes.__contains__`` pass, so a GB log costs about one memory
+scan).  A message pasted with no traceback is therefore found in a small log, and at the head or
+the end of a big one.  Knows logs, knows nothing of PyTorch: the caller passes a ``bare``
+predicate for messages pasted without a traceback.
 """
 from __future__ import annotations
 
@@ -15,13 +17,15 @@ from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional,
 from tracefix.records import Frame, Traceback
 
 CHUNK = 1 << 20
-FULL_SCAN = 8 << 20          # always parse this much of the head: small pastes get every heuristic
+FULL_SCAN = 2 << 20          # always parse this much of the head: small pastes get every heuristic
 MAX_LINE = 8192              # longer lines are cut: a 1 GB progress line must not reach the regexes
 MAX_CARRY = 1 << 20          # an unterminated line longer than this keeps only its tail
 MAX_FRAMES_HEAD, MAX_FRAMES_TAIL = 40, 200   # a 10,000-frame stack keeps both ends
 MAX_MESSAGE_LINES, MAX_MESSAGE_CHARS = 30, 8192
 HEADER = "Traceback (most recent call last)"
-NEEDLES = (HEADER.encode(), b"Error detected in")
+# One needle: each costs a pass over every chunk.  "most recent call last" also survives a coloured
+# "Traceback" word; an anomaly block always precedes a traceback, and neighbours are parsed too.
+NEEDLES = (b"most recent call last",)
 
 # --- line cleaning -------------------------------------------------------------------------
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]*[ -/]*[@-~]")
@@ -608,18 +612,13 @@ class _RankParser:
 
 def read_tracebacks(
     stream: BinaryIO,
-    keywords: Iterable[str] = (),
     bare: Optional[Callable[[str], bool]] = None,
     chunk_size: int = CHUNK,
 ) -> Iterator[Traceback]:
     """Yield every traceback or bare error message in ``stream``, in input order per rank.
 
-    ``keywords`` are literal strings whose presence makes a chunk of a big log worth parsing;
     ``bare(line)`` says whether a line outside any traceback is an error message on its own.
     """
-    needles = tuple(dict.fromkeys(tuple(NEEDLES) + tuple(k.encode("utf-8") for k in keywords if k)))
-    # A needle that contains another adds nothing to the chunk test, and each costs a pass over the chunk.
-    needles = tuple(n for n in needles if not any(m != n and m in n for m in needles))
     parsers: Dict[Optional[int], _RankParser] = {}
     spilled: List[Traceback] = []
 
@@ -634,7 +633,7 @@ def read_tracebacks(
             p = parsers[rank] = _RankParser(rank, bare)
         return p
 
-    for first_line, chunk in _windows(stream, needles, chunk_size):
+    for first_line, chunk in _windows(stream, NEEDLES, chunk_size):
         if chunk is None:
             for p in parsers.values():
                 p.gap()
