@@ -22,7 +22,14 @@ def safe(text: str) -> str:
 
 
 def _first_paragraph(text: str) -> str:
-    return text.strip().split("\n\n", 1)[0].replace("\n", " ")
+    parts = text.strip().split("\n\n")
+    out = parts[0].replace("\n", " ")
+    if out.rstrip().endswith(":"):   # "...like this:" introduces indented example code: keep it
+        for part in parts[1:]:
+            if not part.startswith("    "):
+                break
+            out += "\n" + part
+    return out
 
 
 # --- json ---------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from tracefix.patcher.cstedit import Source
 from tracefix.patcher.errors import PatchError
@@ -28,6 +28,8 @@ class Context:
         self.diag = diag
         self.root = Path(root)
         self._decoded: Dict[str, Optional[Decoded]] = {}
+        self._text: Dict[str, Optional[str]] = {}
+        self._sources: Dict[Tuple[str, str], Optional[Source]] = {}
 
     def decoded(self, rel: str) -> Optional[Decoded]:
         if rel not in self._decoded:
@@ -39,12 +41,20 @@ class Context:
         return self._decoded[rel]
 
     def text(self, rel: str) -> Optional[str]:
-        d = self.decoded(rel)
-        return None if d is None else normalize(d.text)
+        if rel not in self._text:
+            d = self.decoded(rel)
+            self._text[rel] = None if d is None else normalize(d.text)
+        return self._text[rel]
 
     def source(self, rel: str, text: Optional[str] = None) -> Optional[Source]:
+        """``rel`` (or ``text`` standing for it) parsed; parsed once per text, then shared by the fixers."""
         text = self.text(rel) if text is None else text
-        return None if text is None else Source.parse(text)
+        if text is None:
+            return None
+        key = (rel, text)
+        if key not in self._sources:
+            self._sources[key] = Source.parse(str(text))
+        return self._sources[key]
 
 
 Fixer = Callable[[Context, FixSite], List[Option]]

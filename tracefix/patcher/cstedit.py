@@ -1,23 +1,55 @@
 """libcst plumbing: parse one file, find a node by line/column, rewrite one node or one block."""
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+import dataclasses
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst._position import CodeRange
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 NodeTest = Callable[[cst.CSTNode], bool]
 
 
 class Source:
-    """One parsed file (text with "\\n" endings) plus position and parent metadata."""
+    """One parsed file (text with "\\n" endings) plus position and parent metadata.
+
+    The metadata comes from one instrumented codegen pass over the module (the pass libcst's
+    ``PositionProvider`` makes), which also records each node's parent and the code of each
+    top-level statement; edits rebuild only the path from the edited node up to the module and
+    reuse the recorded code of the top-level statements they leave alone.
+    """
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.module = cst.parse_module(text)
-        self.wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        self.positions = self.wrapper.resolve(PositionProvider)
-        self.parents = self.wrapper.resolve(ParentNodeProvider)
+        self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
+        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self._chunks: Dict[int, Tuple[cst.CSTNode, str]] = {}
+
+    def _resolve(self) -> None:
+        state = _MetadataState(self.module)
+        self.module._codegen(state)
+        self._positions, self._parents, self._chunks = state.provider._computed, state.parent_of, state.chunks
+        # MatchCase's codegen and its children differ (whitespace around a missing guard, before the
+        # colon): keep ParentNodeProvider's answer there, the children as the visitors see them
+        for case, node in state.case_children:
+            del self._parents[node]
+        for case in {id(case): case for case, _ in state.case_children}.values():
+            for child in case.children:
+                self._parents[child] = case
+
+    @property
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        if self._positions is None:
+            self._resolve()
+        return self._positions  # type: ignore[return-value]
+
+    @property
+    def parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
+        if self._positions is None:
+            self._resolve()
+        return self._parents
 
     @classmethod
     def parse(cls, text: str) -> Optional["Source"]:
@@ -83,7 +115,41 @@ class Source:
     # -- rewriting ----------------------------------------------------------------------------
     def replace(self, node: cst.CSTNode, make: Callable[[cst.CSTNode], object]) -> str:
         """New module text with ``node`` replaced by ``make(updated_node)``."""
-        return self.module.visit(_Rewriter({id(node): make})).code
+        new = self._replace_tree(node, make)
+        if new is None:  # not reachable by parent links (or make removed/flattened the node)
+            return _Code(self.module.visit(_Rewriter({id(node): make})).code, None)
+        return _Code(self._code(new), new)
+
+    def _replace_tree(self, node: cst.CSTNode, make: Callable[[cst.CSTNode], object]) -> Optional[cst.Module]:
+        """The module with ``node`` replaced, rebuilding only its ancestors (None: use the visitor)."""
+        parents = self.parents
+        if node is not self.module and node not in parents:
+            return None
+        new = make(node)
+        if not isinstance(new, cst.CSTNode):
+            return None
+        child, cur = node, parents.get(node)
+        while cur is not None:
+            rebuilt = _with_child(cur, child, new)
+            if rebuilt is None:
+                return None
+            child, new, cur = cur, rebuilt, parents.get(cur)
+        if child is not self.module or not isinstance(new, cst.Module):
+            return None
+        return new
+
+    def _code(self, new: cst.Module) -> str:
+        """``new.code``, reusing the recorded code of the original top-level nodes it still holds."""
+        old = self.module
+        if not (new.has_trailing_newline and new.default_indent == old.default_indent
+                and new.default_newline == old.default_newline) or not self._chunks:
+            return new.code
+        parts = []
+        for child in (*new.header, *new.body, *new.footer):
+            hit = self._chunks.get(id(child))
+            parts.append(hit[1] if hit is not None and hit[0] is child else new.code_for_node(child))
+        code = "".join(parts)
+        return code if code else new.code
 
     def edit_body(self, stmt: cst.CSTNode,
                   make: Callable[[List[cst.CSTNode], int], Sequence[cst.CSTNode]],
@@ -111,6 +177,71 @@ class _Rewriter(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         make = self.table.get(id(original_node))
         return updated_node if make is None else make(updated_node)
+
+
+class _Code(str):
+    """Module text that remembers the tree it was generated from (lets ensure_torch skip a parse)."""
+
+    module: Optional[cst.Module]
+
+    def __new__(cls, text: str, module: Optional[cst.Module]) -> "_Code":
+        self = super().__new__(cls, text)
+        self.module = module
+        return self
+
+
+def _with_child(parent: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """``parent`` with its child ``old`` (by identity) replaced by ``new``; None if not found."""
+    for f in dataclasses.fields(parent):
+        value = getattr(parent, f.name)
+        if value is old:
+            return parent.with_changes(**{f.name: new})
+        if isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                if item is old:
+                    items = list(value)
+                    items[i] = new
+                    return parent.with_changes(**{f.name: type(value)(items) if isinstance(value, tuple) else items})
+    return None
+
+
+class _Provider:
+    """Stands in for PositionProvider while its codegen state fills ``_computed``."""
+
+    def __init__(self) -> None:
+        self._computed: Dict[cst.CSTNode, CodeRange] = {}
+
+
+class _MetadataState(PositionProvidingCodegenState):
+    """PositionProvider's codegen state, also recording parents and the top-level nodes' code."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline,
+                         provider=_Provider())
+        self.module = module
+        self.path: List[cst.CSTNode] = []
+        self.parent_of: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self.chunks: Dict[int, Tuple[cst.CSTNode, str]] = {}
+        self.chunk_start = 0
+        self.case_children: List[Tuple[cst.CSTNode, cst.CSTNode]] = []
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        path = self.path
+        if path:
+            parent = self.parent_of[node] = path[-1]
+            if len(path) == 1:
+                self.chunk_start = len(self.tokens)
+            elif type(parent) is cst.MatchCase:
+                self.case_children.append((parent, node))
+        path.append(node)
+        super().before_codegen(node)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        super().after_codegen(node)
+        path = self.path
+        path.pop()
+        if len(path) == 1 and path[0] is self.module:
+            self.chunks[id(node)] = (node, "".join(self.tokens[self.chunk_start:]))
 
 
 def _contains(r, line: int, col: int) -> bool:
@@ -209,6 +340,9 @@ def binds_torch(module: cst.Module) -> bool:
 
 def ensure_torch(text: str) -> str:
     """Add ``import torch`` after the module's imports when the name is not bound."""
+    built = getattr(text, "module", None)
+    if built is not None and binds_torch(built):  # text from Source.replace: its tree, no new parse
+        return text
     module = cst.parse_module(text)
     if binds_torch(module):
         return text

@@ -247,8 +247,11 @@ def _candidates(ctx: Context, rel: str) -> List[str]:
 def with_autocast(ctx: Context, rel: str, new_text: str, dtype: str) -> Dict[str, str]:
     """{rel: new_text} plus the autocast wrapping, in ``rel`` or in the file holding the loop."""
     texts = {rel: new_text}
+    cands = _candidates(ctx, rel)
+    if not any("scale" in (new_text if c == rel else (ctx.text(c) or "")) for c in cands):
+        return texts  # no candidate can hold the scaler loop: nothing to parse
     sources: Dict[str, Source] = {}
-    for cand in _candidates(ctx, rel):
+    for cand in cands:
         src = ctx.source(cand, new_text if cand == rel else None)
         if src is not None:
             sources[cand] = src

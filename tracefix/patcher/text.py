@@ -76,6 +76,15 @@ def dominant_newline(text: str) -> str:
 
 def restore(original: str, fixed_normalized: str) -> str:
     """Put ``fixed_normalized`` (\\n endings) back into ``original``'s line endings."""
+    if "\r" not in fixed_normalized:
+        # One kind of line ending in the file: every line gets it, so no alignment is needed.
+        if "\r" not in original:
+            return str(fixed_normalized)
+        crlf = original.count("\r\n")
+        if crlf == original.count("\r") == original.count("\n"):
+            return fixed_normalized.replace("\n", "\r\n")
+        if "\n" not in original:
+            return fixed_normalized.replace("\n", "\r")
     old = split_lines(original)
     new = split_lines(fixed_normalized)
     newline = dominant_newline(original)
