@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
+from collections.abc import Mapping
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
-from libcst._position import CodeRange
-from libcst.metadata.position_provider import PositionProvidingCodegenState
+from libcst._position import CodePosition, CodeRange
+from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
 NodeTest = Callable[[cst.CSTNode], bool]
 
@@ -14,42 +15,31 @@ NodeTest = Callable[[cst.CSTNode], bool]
 class Source:
     """One parsed file (text with "\\n" endings) plus position and parent metadata.
 
-    The metadata comes from one instrumented codegen pass over the module (the pass libcst's
-    ``PositionProvider`` makes), which also records each node's parent and the code of each
-    top-level statement; edits rebuild only the path from the edited node up to the module and
-    reuse the recorded code of the top-level statements they leave alone.
+    The metadata is what libcst's ``PositionProvider`` and ``ParentNodeProvider`` give, computed by
+    the codegen pass ``PositionProvider`` makes, instrumented to record parents as well, and only
+    for the top-level statements that a question needs (all of them when asked for everything).
+    Edits rebuild only the path from the edited node up to the module and reuse the code of the
+    top-level statements they leave alone.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.module = cst.parse_module(text)
-        self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
-        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
-        self._chunks: Dict[int, Tuple[cst.CSTNode, str]] = {}
+        self._meta: Optional[_Metadata] = None
 
-    def _resolve(self) -> None:
-        state = _MetadataState(self.module)
-        self.module._codegen(state)
-        self._positions, self._parents, self._chunks = state.provider._computed, state.parent_of, state.chunks
-        # MatchCase's codegen and its children differ (whitespace around a missing guard, before the
-        # colon): keep ParentNodeProvider's answer there, the children as the visitors see them
-        for case, node in state.case_children:
-            del self._parents[node]
-        for case in {id(case): case for case, _ in state.case_children}.values():
-            for child in case.children:
-                self._parents[child] = case
+    @property
+    def meta(self) -> "_Metadata":
+        if self._meta is None:
+            self._meta = _Metadata(self.module, lazy="\r" not in self.text)
+        return self._meta
 
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
-        if self._positions is None:
-            self._resolve()
-        return self._positions  # type: ignore[return-value]
+        return self.meta.positions
 
     @property
     def parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
-        if self._positions is None:
-            self._resolve()
-        return self._parents
+        return self.meta.parents
 
     @classmethod
     def parse(cls, text: str) -> Optional["Source"]:
@@ -77,8 +67,13 @@ class Source:
         return min(found, key=rank)
 
     def all_on_line(self, line: int, types, test: Optional[NodeTest] = None) -> List[cst.CSTNode]:
-        return [n for n, r in self.positions.items()
+        return [n for n, r in self.meta.items_near(line)
                 if isinstance(n, types) and r.start.line <= line <= r.end.line and (test is None or test(n))]
+
+    def in_statement_of(self, node: cst.CSTNode, types) -> List[cst.CSTNode]:
+        """Nodes of ``types`` in the top-level statement holding ``node`` (a superset of its
+        descendants; every node of the file when ``node`` is the module), in file order."""
+        return [n for n in self.meta.nodes_with(node) if isinstance(n, types)]
 
     def all(self, types, test: Optional[NodeTest] = None) -> List[cst.CSTNode]:
         nodes = [n for n in self.positions if isinstance(n, types) and (test is None or test(n))]
@@ -142,11 +137,11 @@ class Source:
         """``new.code``, reusing the recorded code of the original top-level nodes it still holds."""
         old = self.module
         if not (new.has_trailing_newline and new.default_indent == old.default_indent
-                and new.default_newline == old.default_newline) or not self._chunks:
+                and new.default_newline == old.default_newline) or not self.meta.chunks:
             return new.code
         parts = []
         for child in (*new.header, *new.body, *new.footer):
-            hit = self._chunks.get(id(child))
+            hit = self.meta.chunks.get(id(child))
             parts.append(hit[1] if hit is not None and hit[0] is child else new.code_for_node(child))
         code = "".join(parts)
         return code if code else new.code
@@ -213,13 +208,16 @@ class _Provider:
 
 
 class _MetadataState(PositionProvidingCodegenState):
-    """PositionProvider's codegen state, also recording parents and the top-level nodes' code."""
+    """PositionProvider's codegen state, also recording parents and the top-level nodes' code.
 
-    def __init__(self, module: cst.Module) -> None:
+    Run over the module, or over one top-level node from its start (``line``, ``column``)."""
+
+    def __init__(self, module: cst.Module, line: int = 1, column: int = 0, top: bool = False) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline,
                          provider=_Provider())
+        self.line, self.column = line, column
         self.module = module
-        self.path: List[cst.CSTNode] = []
+        self.path: List[cst.CSTNode] = [module] if top else []
         self.parent_of: Dict[cst.CSTNode, cst.CSTNode] = {}
         self.chunks: Dict[int, Tuple[cst.CSTNode, str]] = {}
         self.chunk_start = 0
@@ -242,6 +240,157 @@ class _MetadataState(PositionProvidingCodegenState):
         path.pop()
         if len(path) == 1 and path[0] is self.module:
             self.chunks[id(node)] = (node, "".join(self.tokens[self.chunk_start:]))
+
+    def parents(self) -> Dict[cst.CSTNode, cst.CSTNode]:
+        """``parent_of``, where MatchCase (whose codegen and children differ: whitespace around a
+        missing guard, before the colon) gets ParentNodeProvider's answer, its visitors' children."""
+        parents = self.parent_of
+        for _case, node in self.case_children:
+            del parents[node]
+        for case in {id(case): case for case, _ in self.case_children}.values():
+            for child in case.children:
+                parents[child] = case
+        return parents
+
+
+class _Metadata:
+    """Positions and parents of one module, computed one top-level statement at a time.
+
+    Every top-level node's code is generated once (plain codegen, cheap) to know the line and
+    column it starts at; the instrumented pass then runs over a top-level node only when a question
+    needs it.  A node's range lies within its top-level node's lines, so a question about one line
+    needs the one or two statements whose lines include it.  The answers are those of a pass over
+    the whole module; iterating the positions computes every statement first, in file order."""
+
+    def __init__(self, module: cst.Module, lazy: bool = True) -> None:
+        self.module = module
+        self.known: Dict[cst.CSTNode, CodeRange] = {}
+        self.par: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self.chunks: Dict[int, Tuple[cst.CSTNode, str]] = {}
+        self.kids: List[cst.CSTNode] = [*module.header, *module.body, *module.footer]
+        self.full = not (lazy and self.kids)
+        if self.full:  # "\r" in the text (newline counting by token matters) or an empty module
+            state = _MetadataState(module)
+            module._codegen(state)
+            self.known, self.par, self.chunks = state.provider._computed, state.parents(), state.chunks
+            self.order: List[Dict[cst.CSTNode, CodeRange]] = [self.known]
+            self.positions: Mapping = self.known
+            self.parents: Mapping = self.par
+            return
+        self.starts: List[Tuple[int, int]] = []
+        line, column = 1, 0
+        for kid in self.kids:
+            code = module.code_for_node(kid)
+            self.chunks[id(kid)] = (kid, code)
+            self.starts.append((line, column))
+            segments = NEWLINE_RE.split(code)
+            if len(segments) == 1:
+                column += len(code)
+            else:
+                line += len(segments) - 1
+                column = len(segments[-1])
+        self.starts.append((line, column))
+        # the module's own range, as the whole-module pass records it (last, after its children)
+        self.module_range = CodeRange(CodePosition(1, 0), CodePosition(line, column))
+        self.index = {id(kid): i for i, kid in enumerate(self.kids)}
+        self.done: List[Optional[Dict[cst.CSTNode, CodeRange]]] = [None] * len(self.kids)
+        self.positions = _Positions(self)
+        self.parents = _Parents(self)
+
+    def chunk(self, i: int) -> Dict[cst.CSTNode, CodeRange]:
+        got = self.done[i]
+        if got is None:
+            line, column = self.starts[i]
+            state = _MetadataState(self.module, line, column, top=True)
+            self.kids[i]._codegen(state)
+            got = self.done[i] = state.provider._computed
+            self.known.update(got)
+            self.par.update(state.parents())
+        return got
+
+    def complete(self) -> None:
+        if not self.full:
+            for i in range(len(self.kids)):
+                self.chunk(i)
+            known: Dict[cst.CSTNode, CodeRange] = {}
+            for part in self.done:
+                known.update(part)  # type: ignore[arg-type]
+            known[self.module] = self.module_range
+            self.known = known
+            self.order = [known]
+            self.positions, self.parents = known, self.par  # plain dicts from now on
+            self.full = True
+
+    def items_near(self, line: int):
+        """(node, range) of every node whose range may include ``line``, in file order (and more)."""
+        if self.full:
+            for part in self.order:
+                yield from part.items()
+            return
+        for i in range(len(self.kids)):
+            if self.starts[i][0] <= line <= self.starts[i + 1][0]:
+                yield from self.chunk(i).items()
+        yield self.module, self.module_range
+
+    def nodes_with(self, node: cst.CSTNode):
+        """Every node in the top-level node holding ``node`` (every node, for the module)."""
+        top = node
+        while not self.full and top is not self.module:
+            up = self.parents.get(top)
+            if up is None or up is self.module:
+                break
+            top = up
+        i = None if self.full else self.index.get(id(top))
+        if i is None or self.kids[i] is not top:
+            self.complete()
+            return [n for part in self.order for n in part]
+        return list(self.chunk(i))
+
+
+class _Positions(Mapping):
+    def __init__(self, meta: _Metadata) -> None:
+        self.meta = meta
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        meta = self.meta
+        got = meta.known.get(node)
+        if got is not None:
+            return got
+        if node is meta.module and not meta.full:
+            return meta.module_range
+        meta.complete()
+        return meta.known[node]
+
+    def __iter__(self):
+        self.meta.complete()
+        return (n for part in self.meta.order for n in part)
+
+    def __len__(self) -> int:
+        self.meta.complete()
+        return len(self.meta.known)
+
+
+class _Parents(Mapping):
+    def __init__(self, meta: _Metadata) -> None:
+        self.meta = meta
+
+    def __getitem__(self, node: cst.CSTNode) -> cst.CSTNode:
+        meta = self.meta
+        got = meta.par.get(node)
+        if got is not None:
+            return got
+        if node is meta.module:
+            raise KeyError(node)
+        meta.complete()
+        return meta.par[node]
+
+    def __iter__(self):
+        self.meta.complete()
+        return iter(self.meta.par)
+
+    def __len__(self) -> int:
+        self.meta.complete()
+        return len(self.meta.par)
 
 
 def _contains(r, line: int, col: int) -> bool:

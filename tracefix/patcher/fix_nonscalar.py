@@ -129,8 +129,9 @@ def _used_later(src: Source, call: cst.Call, target: cst.BaseExpression) -> bool
         return False
     scope = next((a for a in src.ancestors(call) if isinstance(a, cst.FunctionDef)), src.module)
     end = src.positions[call].end.line
+    # (the Names of scope's top-level statement hold every Name under scope: no need for the file's)
     return any(n.value == target.value and src.positions[n].start.line > end
-               for n in src.all(cst.Name) if any(a is scope for a in src.ancestors(n)))
+               for n in src.in_statement_of(scope, cst.Name) if any(a is scope for a in src.ancestors(n)))
 
 
 @fixer("loss-assignment", "per-sample-return")
