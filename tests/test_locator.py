@@ -291,6 +291,165 @@ def test_complex_variant_same_sites(tmp_path):
     assert first(out) == ("train.py", 2, "backward-receiver")
 
 
+# ----------------------------------------------------------------- nonscalar: already fixed
+def _fixed_note(out, where):
+    return any(n.startswith(where) and "seems to have been fixed" in n for n in out.notes)
+
+
+def _backward_at(tmp_path, rel, needle="loss.backward()", func="<module>"):
+    return run(tmp_path, "nonscalar", [user_frame(tmp_path, rel, needle, func=func), *TORCH_BACKWARD], NONSCALAR)
+
+
+@pytest.mark.parametrize("assign, fixed", [
+    ("loss = ((pred - y) ** 2).mean()", True),
+    ("loss = torch.mean((pred - y) ** 2)", True),
+    ("loss = ((pred - y) ** 2).sum(dim=None) / 2", True),
+    ("loss = F.mse_loss(pred, y)", True),
+    ("loss = F.cross_entropy(pred, y, reduction='sum')", True),
+    ("loss = torch.nn.functional.l1_loss(pred, y, reduction=\"mean\")", True),
+    ("loss = 0.5 * F.mse_loss(pred, y) + F.l1_loss(pred, y).float()", True),
+    ("loss = ((pred - y) ** 2).mean(dim=1)", False),
+    ("loss = ((pred - y) ** 2).sum(1)", False),
+    ("loss = F.mse_loss(pred, y, reduction='none')", False),
+    ("loss = F.mse_loss(pred, y) * weights", False),
+    ("loss = my_loss(pred, y)", False),
+])
+def test_already_reduced_loss_gives_no_fix_site(tmp_path, assign, fixed):
+    write(tmp_path, "train.py", f"""
+        import torch
+        import torch.nn.functional as F
+        for x, y in loader:
+            pred = model(x)
+            {assign}
+            loss.backward()
+        """)
+    out = _backward_at(tmp_path, "train.py")
+    if fixed:
+        assert out.fix_sites == (), out.fix_sites
+        assert _fixed_note(out, "train.py:5 already reduces the loss to a scalar"), out.notes
+    else:
+        assert out.fix_sites and not _fixed_note(out, "train.py")
+
+
+def test_criterion_with_mean_reduction_in_imported_module(tmp_path):
+    write(tmp_path, "losses.py", """
+        import torch.nn as nn
+
+        class TokenLoss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.crit = nn.CrossEntropyLoss(reduction="mean")
+
+            def forward(self, logits, tags):
+                return self.crit(logits, tags)
+        """)
+    write(tmp_path, "train.py", """
+        from torch import nn
+        from losses import TokenLoss
+
+        def main():
+            criterion = TokenLoss()
+            mse = nn.MSELoss()
+            loss = criterion(model(x), y)
+            loss.backward()
+            aux = mse(model(x), y) / accum
+            aux.backward()
+        main()
+        """)
+    out = _backward_at(tmp_path, "train.py", func="main")
+    assert out.fix_sites == ()
+    assert _fixed_note(out, "losses.py:6 already reduces"), out.notes
+    # nn.MSELoss() defaults to mean, but dividing by an unknown value may broadcast: still a candidate
+    out = _backward_at(tmp_path, "train.py", "aux.backward()", func="main")
+    assert first(out)[2] in ("backward-receiver", "loss-assignment")
+
+
+def test_project_loss_class_is_not_assumed_reduced(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch.nn as nn
+
+        class FocalLoss(nn.Module):
+            def forward(self, logits, y):
+                return (1 - logits.softmax(-1)) ** 2 * logits
+
+        crit = FocalLoss()
+        for x, y in loader:
+            loss = crit(model(x), y)
+            loss.backward()
+        """)
+    out = _backward_at(tmp_path, "train.py")
+    assert out.fix_sites and not _fixed_note(out, "train.py")
+
+
+@pytest.mark.parametrize("call", ["loss.mean().backward()", "loss.backward(gradient=torch.ones_like(loss))",
+                                  "loss.backward(torch.ones_like(loss))",
+                                  "torch.autograd.backward(loss, grad_tensors=torch.ones_like(loss))",
+                                  "scaler.scale(loss.sum()).backward()"])
+def test_backward_call_already_scalar_or_given_gradient(tmp_path, call):
+    write(tmp_path, "train.py", f"""
+        import torch
+        for x, y in loader:
+            loss = (model(x) - y) ** 2
+            {call}
+        """)
+    out = _backward_at(tmp_path, "train.py", call)
+    assert out.fix_sites == (), out.fix_sites
+    assert _fixed_note(out, "train.py:4 already"), out.notes
+
+
+def test_autograd_grad_with_grad_outputs_gives_no_fix_site(tmp_path):
+    write(tmp_path, "physics.py", """
+        import torch
+        def residual(model, t):
+            u = model(t)
+            du, = torch.autograd.grad(u, t, grad_outputs=torch.ones_like(u), create_graph=True)
+            return du
+        """)
+    out = run(tmp_path, "nonscalar", [
+        user_frame(tmp_path, "physics.py", "autograd.grad", func="residual"),
+        Frame(f"{SITE}/torch/autograd/__init__.py", 567, "grad", "grad_outputs_ = _make_grads(")], NONSCALAR)
+    assert out.fix_sites == ()
+    assert _fixed_note(out, "physics.py:4 already passes grad_outputs="), out.notes
+
+
+def test_reduced_argument_followed_to_caller(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch.nn.functional as F
+
+        def step(loss):
+            loss.backward()
+
+        for x, y in loader:
+            step(F.cross_entropy(model(x), y))
+        """)
+    out = run(tmp_path, "nonscalar", [
+        user_frame(tmp_path, "train.py", "step(F.cross_entropy", func="<module>"),
+        user_frame(tmp_path, "train.py", "loss.backward()", func="step"), *TORCH_BACKWARD], NONSCALAR)
+    assert out.fix_sites == ()
+    assert _fixed_note(out, "train.py:7 already reduces"), out.notes
+
+
+def test_library_crash_reduced_return_is_skipped(tmp_path):
+    write(tmp_path, "lit.py", """
+        import torch.nn.functional as F
+
+        class AutoEncoder:
+            def training_step(self, batch, batch_idx):
+                recon = self(batch)
+                loss = F.mse_loss(recon, batch, reduction="none")
+                return loss.mean()
+
+        class Other:
+            def training_step(self, batch, batch_idx):
+                return F.mse_loss(self(batch), batch, reduction="none")
+        """)
+    lightning = [Frame(f"{SITE}/lightning/pytorch/core/module.py", 1090, "backward", "loss.backward(*args, **kwargs)"),
+                 *TORCH_BACKWARD]
+    out = run(tmp_path, "nonscalar", lightning, NONSCALAR)
+    assert [(s.line, s.kind) for s in out.fix_sites] == [(11, "per-sample-return"), (11, "criterion-reduction")]
+    assert _fixed_note(out, "lit.py:7 already reduces"), out.notes
+
+
 # ------------------------------------------------------------------------------------ inplace
 def test_op_family():
     assert op_family("ReluBackward0") == op_family("Relu") == op_family("ReLU") == op_family("F.relu") == "relu"
@@ -551,6 +710,69 @@ def test_bf16_grad_scaler_first(tmp_path):
     out = run(tmp_path, "bf16-params", frames, BF16)
     got = [(s.path, s.line, s.kind) for s in out.fix_sites]
     assert got == [("engine.py", 5, "grad-scaler"), ("train.py", 3, "model-cast")]
+
+
+@pytest.mark.parametrize("layout", ["local", "module", "class"])
+def test_bf16_disabled_scaler_gives_no_fix_sites(tmp_path, layout):
+    if layout == "class":
+        write(tmp_path, "engine.py", """
+            import torch
+            class Engine:
+                def __init__(self, model):
+                    self.model = model
+                    self.scaler = torch.cuda.amp.GradScaler(enabled=False)
+
+                def step(self, opt):
+                    self.scaler.step(opt)
+            """)
+        write(tmp_path, "train.py", """
+            import torch
+            from engine import Engine
+            model = TinyCNN().to(device).bfloat16()
+            eng = Engine(model)
+            eng.step(opt)
+            """)
+        frames = [user_frame(tmp_path, "train.py", "eng.step", func="<module>"),
+                  user_frame(tmp_path, "engine.py", "self.scaler.step", func="step"), *SCALER_FRAMES]
+        where = "engine.py:5"
+    else:
+        body = """
+            import torch
+            def main():
+                model = Net().to("cuda").to(torch.bfloat16)
+                scaler = torch.amp.GradScaler("cuda", init_scale=2.0**14, enabled=False)
+                scaler.step(opt)
+            main()
+            """
+        if layout == "module":
+            body = """
+            import torch
+            model = Net().cuda().bfloat16()
+            scaler = torch.amp.GradScaler(enabled=False)
+            scaler.unscale_(opt)
+            """
+        write(tmp_path, "train.py", body)
+        needle = "scaler.step" if layout == "local" else "scaler.unscale_"
+        frames = [user_frame(tmp_path, "train.py", needle, func="main"), *SCALER_FRAMES]
+        where = "train.py:4" if layout == "local" else "train.py:3"
+    out = run(tmp_path, "bf16-params", frames, BF16)
+    assert out.fix_sites == (), out.fix_sites
+    assert _fixed_note(out, f"{where} already constructs the GradScaler with enabled=False"), out.notes
+
+
+def test_bf16_enabled_scaler_still_fixed_when_another_is_disabled(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch
+        model = Net().cuda().bfloat16()
+        eval_scaler = torch.amp.GradScaler(enabled=False)
+        scaler = torch.amp.GradScaler()
+        scaler.step(opt)
+        """)
+    out = run(tmp_path, "bf16-params", [user_frame(tmp_path, "train.py", "scaler.step", func="<module>"),
+                                        *SCALER_FRAMES], BF16)
+    got = [(s.path, s.line, s.kind) for s in out.fix_sites]
+    assert got == [("train.py", 4, "grad-scaler"), ("train.py", 2, "model-cast")]
+    assert not any("seems to have been fixed" in n for n in out.notes)
 
 
 # ------------------------------------------------------------------------------------ robustness

@@ -59,6 +59,16 @@ VIEW_METHODS = {"view", "view_as", "reshape", "transpose", "t", "T", "permute", 
                 "chunk", "split", "unbind", "diagonal", "as_strided", "movedim", "mT", "data",
                 "detach", "contiguous", "swapaxes", "unfold", "real", "imag"}
 
+FUNCTIONAL_LOSSES = {"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "nll_loss",
+                     "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "mse_loss", "l1_loss",
+                     "smooth_l1_loss", "huber_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+                     "multi_margin_loss", "multilabel_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
+                     "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"}
+REDUCED_MODES = {"mean", "sum", "batchmean"}
+SCALAR_KEEP_METHODS = {"float", "double", "half", "bfloat16", "to", "cuda", "cpu", "clone", "contiguous",
+                       "squeeze", "type"}
+FIXED_SINCE = "the file seems to have been fixed since this log was written"
+
 _FAMILY_EXACT = {
     "relu": "relu", "threshold": "relu", "relu6": "hardtanh", "hardtanh": "hardtanh",
     "leakyrelu": "leakyrelu", "rrelu": "leakyrelu", "prelu": "prelu",
@@ -607,6 +617,8 @@ class _Locator:
         kind, call, recv = info
         scope = sf.scope_of(call)
         crash_line = call.lineno
+        if self._already_scalar(sf, scope, kind, call, recv, fi):
+            return
         if kind == "autograd-grad":
             self._add(sf, call.lineno, call.col_offset, "autograd-grad",
                       "torch.autograd.grad is given a non-scalar output without grad_outputs.", 0.9)
@@ -628,6 +640,14 @@ class _Locator:
         scalar = isinstance(recv, ast.Name) and self._scalar_used(sf, scope, recv.id)
         loss_returns = self._loss_fn_returns(sf, scope, assign) if crit is None and assign is not None else []
         if loss_returns:
+            unreduced = []
+            for rsf, ret in loss_returns:
+                red = self._reduced_origin(rsf, rsf.scope_of(ret), ret.value, ret.lineno + 1)
+                if red is not None:
+                    self._note_reduced(red)
+                else:
+                    unreduced.append((rsf, ret))
+            loss_returns = unreduced or loss_returns
             for rsf, ret in loss_returns:
                 self._add(rsf, ret.lineno, ret.value.col_offset, "per-sample-return",
                           f"{_func_name(rsf, ret)} returns a loss that is not reduced to a scalar; "
@@ -657,6 +677,156 @@ class _Locator:
         if self.diag.field("dtype"):
             self.notes.append(f"The output is complex ({self.diag.field('dtype')}); backward() needs a real "
                               f"scalar, e.g. .abs().mean() or .real.")
+
+    # --- already fixed? ----------------------------------------------------------------------
+    def _already_scalar(self, sf: SourceFile, scope: ast.AST, kind: str, call: ast.Call, recv: ast.AST,
+                        frame_i: int) -> bool:
+        """The backward call on the crash line already gets a scalar (or a gradient): note it, True."""
+        given = _given_gradient(call, kind)
+        if given is not None:
+            what = "grad_outputs= to torch.autograd.grad" if kind == "autograd-grad" else "a gradient to backward()"
+            self.notes.append(f"{sf.rel}:{given.lineno} already passes {what}; {FIXED_SINCE}.")
+            return True
+        red = self._reduced_origin(sf, scope, recv, call.lineno, frame_i=frame_i)
+        if red is not None:
+            self._note_reduced(red)
+            return True
+        return False
+
+    def _note_reduced(self, red: Tuple[SourceFile, ast.AST]) -> None:
+        rsf, node = red
+        self.notes.append(f"{rsf.rel}:{node.lineno} already reduces the loss to a scalar; {FIXED_SINCE}.")
+
+    def _reduced_origin(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int, depth: int = 0,
+                        frame_i: int = -1) -> Optional[Tuple[SourceFile, ast.AST]]:
+        """Where expr is certainly reduced to a scalar (.mean()/.sum(), a criterion with a mean/sum
+        reduction), following names, project functions and the crash function's caller; else None."""
+        if depth > MAX_DEPTH or expr is None:
+            return None
+        if isinstance(expr, ast.IfExp):
+            a = self._reduced_origin(sf, scope, expr.body, line, depth + 1, frame_i)
+            b = self._reduced_origin(sf, scope, expr.orelse, line, depth + 1, frame_i)
+            return a if a is not None and b is not None else None
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            return self._reduced_origin(sf, scope, expr.operand, line, depth + 1, frame_i)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+            sides = []
+            for side in (expr.left, expr.right):
+                if self._is_number(sf, scope, side, line):
+                    continue
+                r = self._reduced_origin(sf, scope, side, line, depth + 1, frame_i)
+                if r is None:
+                    return None
+                sides.append(r)
+            return sides[0] if sides else None
+        if isinstance(expr, ast.Name):
+            a = self._last_assign(sf, scope, expr.id, line)
+            if a is None:
+                if frame_i >= 0 and isinstance(scope, FUNC_TYPES) and _is_param(scope, expr.id):
+                    return self._reduced_from_caller(scope, expr.id, frame_i, depth)
+                return None
+            if isinstance(a, ast.AugAssign) and isinstance(a.op, (ast.Add, ast.Sub)):
+                r = self._reduced_origin(sf, scope, a.value, a.lineno, depth + 1)
+                if r is None:
+                    return None
+                prev = ast.Name(id=expr.id, ctx=ast.Load())
+                if self._is_number(sf, scope, prev, a.lineno) or \
+                        self._reduced_origin(sf, scope, prev, a.lineno, depth + 1) is not None:
+                    return r
+                return None
+            if not isinstance(a, (ast.Assign, ast.AnnAssign)) or a.value is None:
+                return None
+            if isinstance(a, ast.Assign) and not (len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)):
+                return None
+            return self._reduced_origin(sf, scope, a.value, a.lineno, depth + 1)
+        if not isinstance(expr, ast.Call):
+            return None
+        func = expr.func
+        name = last_name(func)
+        if isinstance(func, ast.Attribute):
+            if name in ("mean", "sum") and not expr.args and _no_dim(expr):
+                return sf, expr
+            if name in SCALAR_KEEP_METHODS and not (name == "squeeze" and expr.args):
+                return self._reduced_origin(sf, scope, func.value, line, depth + 1, frame_i)
+        full = self._full_name(sf, func)
+        if full in ("torch.mean", "torch.sum") and len(expr.args) == 1 and _no_dim(expr):
+            return sf, expr
+        if full.startswith("torch.nn.functional."):
+            fname = full.rsplit(".", 1)[-1]
+            if fname in FUNCTIONAL_LOSSES or fname.endswith("_loss"):
+                return (sf, expr) if _reduces(expr) else None
+            return None
+        if isinstance(func, (ast.Name, ast.Attribute)) and not full.startswith("torch."):
+            ctor = self._ctor_value(sf, scope, func, line)
+            if ctor is not None:
+                csf, value = ctor
+                value = _unwrap_chain(value)
+                if isinstance(value, ast.Call) and self._resolve_class(csf, value.func) is None:
+                    cname = self._full_name(csf, value.func)
+                    if cname.startswith("torch.nn.") and cname.endswith("Loss"):
+                        return (csf, value) if _reduces(value) else None
+        callees = self._callees(sf, scope, expr, line, wide=True)
+        if not callees:
+            return None
+        found = None
+        for csf, fn in callees:
+            rets = [r for r in _returns(fn) if not isinstance(r.value, ast.Constant)]
+            if not rets:
+                return None
+            for ret in rets:
+                r = self._reduced_origin(csf, fn, ret.value, ret.lineno + 1, depth + 1)
+                if r is None:
+                    return None
+                found = found or r
+        return found
+
+    def _reduced_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
+        if frame_i + 1 >= len(self.mapped):
+            return None
+        outer = self.mapped[frame_i + 1]
+        osf = self.project.source(outer.rel_path)
+        stmt = osf.stmt_at(outer.line) if osf is not None else None
+        if stmt is None:
+            return None
+        for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+            if last_name(call.func) != fn.name:  # type: ignore[attr-defined]
+                continue
+            arg = _argument_for(fn, call, param)
+            if arg is not None:
+                return self._reduced_origin(osf, osf.scope_of(call), arg, outer.line, depth + 1, frame_i + 1)
+        return None
+
+    def _is_number(self, sf: SourceFile, scope: ast.AST, node: ast.AST, line: int) -> bool:
+        """A plain Python number: a literal, or a name last assigned one."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return self._is_number(sf, scope, node.operand, line)
+        if isinstance(node, ast.Name):
+            a = self._last_assign(sf, scope, node.id, line)
+            if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None:
+                v = a.value
+                if isinstance(v, ast.Constant):
+                    return isinstance(v.value, (int, float)) and not isinstance(v.value, bool)
+                return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("int", "float", "len")
+        return False
+
+    def _full_name(self, sf: SourceFile, func: ast.AST) -> str:
+        """'F.cross_entropy' -> 'torch.nn.functional.cross_entropy' through the file's imports."""
+        d = dotted(func)
+        if not d:
+            return ""
+        head, _, rest = d.partition(".")
+        imp = sf.imports().get(head)
+        if imp is not None and not imp[2]:
+            module, attr, _level = imp
+            base = f"{module}.{attr}" if attr and module else (attr or module)
+            d = f"{base}.{rest}" if rest else base
+        elif head == "F":
+            d = f"torch.nn.functional.{rest}" if rest else d
+        elif head == "nn":
+            d = f"torch.nn.{rest}" if rest else d
+        return d
 
     def _loss_fn_returns(self, sf: SourceFile, scope: ast.AST, assign: ast.AST
                          ) -> List[Tuple[SourceFile, ast.Return]]:
@@ -689,6 +859,10 @@ class _Locator:
                     if isinstance(ret.value, ast.Constant):
                         continue
                     value = ret.value
+                    red = self._reduced_origin(sf, fn, value, ret.lineno + 1)
+                    if red is not None:
+                        self._note_reduced(red)
+                        continue
                     crit = self._crit_origin(sf, fn, value, ret.lineno + 1, value)
                     if crit is None and isinstance(value, ast.IfExp):
                         crit = self._crit_origin(sf, fn, value.orelse, ret.lineno + 1, value.orelse)
@@ -1046,6 +1220,12 @@ class _Locator:
         if not closure:
             self._library_note()
         if bf16:
+            disabled = self._disabled_scaler(closure)
+            if disabled is not None:
+                dsf, dcall = disabled
+                self.notes.append(f"{dsf.rel}:{dcall.lineno} already constructs the GradScaler with enabled=False, "
+                                  f"so it no longer unscales bfloat16 gradients; {FIXED_SINCE}.")
+                return
             for rel in self.project.py_files(("GradScaler",)):
                 sf = self.project.source(rel)
                 if sf is None:
@@ -1072,6 +1252,50 @@ class _Locator:
             for node in ast.walk(sf.tree):
                 if isinstance(node, ast.Call):
                     self._half_call(sf, node, bf16, dtype_word, penalty)
+
+    def _disabled_scaler(self, closure: Set[str]) -> Optional[Tuple[SourceFile, ast.Call]]:
+        """The GradScaler behind the crash, when it is built with enabled=False.
+
+        The scaler the crash frames call (scaler.step(opt), self.scaler.unscale_(opt)) is traced to
+        its construction; when it cannot be traced, every GradScaler built in the crash file's import
+        closure must be disabled (a crash inside a library proves nothing about the project's)."""
+        traced: List[Tuple[SourceFile, ast.Call]] = []
+        untraced = False
+        for m in self.mapped:
+            sf = self.project.source(m.rel_path)
+            stmt = sf.stmt_at(m.line) if sf is not None else None
+            if stmt is None:
+                continue
+            scope = sf.scope_of(stmt)
+            for node in _walk_stmt(stmt):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+                        node.func.attr in ("step", "unscale_", "update", "scale")):
+                    continue
+                recv = node.func.value
+                if not isinstance(recv, (ast.Name, ast.Attribute)) or "scaler" not in last_name(recv).lower():
+                    continue
+                ctor = self._ctor_value(sf, scope, recv, m.line)
+                value = _unwrap_chain(ctor[1]) if ctor is not None else None
+                if isinstance(value, ast.Call) and last_name(value.func) in ("GradScaler", "ShardedGradScaler"):
+                    traced.append((ctor[0], value))
+                else:
+                    untraced = True
+            if traced or untraced:
+                break                       # the innermost frame that uses a scaler decides
+        if traced:
+            return traced[0] if all(_scaler_disabled(c) for _sf, c in traced) else None
+        if not closure:
+            return None
+        built: List[Tuple[SourceFile, ast.Call]] = []
+        for rel in sorted(closure):
+            sf = self.project.source(rel)
+            if sf is None or sf.tree is None or "GradScaler" not in sf.text:
+                continue
+            built.extend((sf, n) for n in ast.walk(sf.tree) if isinstance(n, ast.Call)
+                         and last_name(n.func) in ("GradScaler", "ShardedGradScaler"))
+        if built and all(_scaler_disabled(c) for _sf, c in built):
+            return min(built, key=lambda t: (t[0].rel, t[1].lineno))
+        return None
 
     def _half_call(self, sf: SourceFile, call: ast.Call, bf16: bool, word: str, penalty: float) -> None:
         func = call.func
@@ -1392,6 +1616,57 @@ def _classify_backward(call: ast.Call) -> Optional[Tuple[str, ast.AST]]:
             return "backward-receiver", call.args[0]
         if func.id == "grad" and call.args and len(call.args) >= 2:
             return "autograd-grad", call.args[0]
+    return None
+
+
+def _scaler_disabled(call: ast.Call) -> bool:
+    en = keyword(call, "enabled")
+    return en is not None and isinstance(en.value, ast.Constant) and en.value.value is False
+
+
+def _no_dim(call: ast.Call) -> bool:
+    """No dim= (or dim=None / axis=None) given to a reduction."""
+    for name in ("dim", "axis"):
+        kw = keyword(call, name)
+        if kw is not None and not (isinstance(kw.value, ast.Constant) and kw.value.value is None):
+            return False
+    return True
+
+
+def _reduces(call: ast.Call) -> bool:
+    """A torch loss call/constructor whose reduction is mean or sum (the default is mean)."""
+    kw = keyword(call, "reduction")
+    if kw is not None:
+        return const_str(kw.value) in REDUCED_MODES
+    reduce = keyword(call, "reduce")
+    if reduce is not None and not (isinstance(reduce.value, ast.Constant) and reduce.value.value in (True, None)):
+        return False
+    return not any(isinstance(a, ast.Starred) for a in call.args) and \
+        not any(k.arg is None for k in call.keywords)
+
+
+def _given_gradient(call: ast.Call, kind: str) -> Optional[ast.AST]:
+    """The gradient / grad_outputs argument already passed to a backward-like call, if any."""
+    def real(node: Optional[ast.AST]) -> bool:
+        return node is not None and not (isinstance(node, ast.Constant) and node.value is None) and \
+            not isinstance(node, ast.Starred)
+    if kind == "autograd-grad":
+        kw = keyword(call, "grad_outputs")
+        if kw is not None:
+            return kw.value if real(kw.value) else None
+        return call.args[2] if len(call.args) >= 3 and real(call.args[2]) else None
+    for name in ("gradient", "grad_tensors"):
+        kw = keyword(call, name)
+        if kw is not None:
+            return kw.value if real(kw.value) else None
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "backward":
+        d = dotted(func.value)
+        if d.endswith("autograd") or d == "torch":
+            return call.args[1] if len(call.args) >= 2 and real(call.args[1]) else None
+        if call.args and last_name(func.value) in ACCEL_NAMES:
+            return None
+        return call.args[0] if call.args and real(call.args[0]) else None
     return None
 
 

@@ -131,7 +131,13 @@ class BareMessage:
                 return True
         # Paraphrases keep two of the gate words ("grad" + "scalar", "unscale" + "fp16"...); one alone
         # is every "grad_norm" line of a training log, too many for a fuzzy comparison each.
-        if len(line) > MAX_FUZZY_CHARS or sum(w in low for w in _GATE_WORDS) < 2:
+        if len(line) > MAX_FUZZY_CHARS:
+            return False
+        hits = 0
+        for w in _GATE_WORDS:
+            if w in low:
+                hits += 1
+        if hits < 2:
             return False
         text = normalize(line)
         if any(rx.search(text) for e in self.entries for rx in e.patterns):

@@ -168,23 +168,51 @@ def _utf8_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:
         yield tail.encode("utf-8", "replace")
 
 
-def _line_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:
+class _Chunk:
+    """``head + body[:end]``: a run of whole lines, joined only when it is parsed.
+
+    Most chunks of a big log are skipped after a needle test; keeping the carried partial line
+    apart from the freshly read block spares two copies of every byte.
+    """
+
+    __slots__ = ("head", "body", "end")
+
+    def __init__(self, head: bytes, body: bytes, end: int):
+        self.head, self.body, self.end = head, body, end
+
+    def __len__(self) -> int:
+        return len(self.head) + self.end
+
+    def has(self, needle: bytes) -> bool:
+        if self.body.find(needle, 0, self.end) >= 0 or needle in self.head:
+            return True
+        k = len(needle) - 1   # a needle straddling the seam
+        return bool(self.head) and k > 0 and needle in self.head[-k:] + self.body[:k]
+
+    def join(self) -> bytes:
+        if not self.head:
+            return self.body if self.end == len(self.body) else self.body[: self.end]
+        return self.head + self.body[: self.end]
+
+
+def _line_chunks(stream: BinaryIO, size: int) -> Iterator[_Chunk]:
     """Chunks cut at line ends (\\n or \\r), so no line is split between two of them."""
     carry = b""
     for piece in _utf8_chunks(stream, size):
-        data = carry + piece if carry else piece
-        cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
-        if 0 <= cut == len(data) - 1 and data[cut] == 13:   # a "\r" at the end may be half of "\r\n"
-            cut = max(data.rfind(b"\n", 0, cut), data.rfind(b"\r", 0, cut))
+        cut = max(piece.rfind(b"\n"), piece.rfind(b"\r"))
+        if 0 <= cut == len(piece) - 1 and piece[cut] == 13:   # a "\r" at the end may be half of "\r\n"
+            cut = max(piece.rfind(b"\n", 0, cut), piece.rfind(b"\r", 0, cut))
         if cut < 0:
-            carry = data if len(data) <= MAX_CARRY else data[-MAX_LINE:]
+            carry = carry + piece
+            if len(carry) > MAX_CARRY:
+                carry = carry[-MAX_LINE:]
             continue
-        carry = data[cut + 1:]
+        yield _Chunk(carry, piece, cut + 1)
+        carry = piece[cut + 1:]
         if len(carry) > MAX_CARRY:
             carry = carry[-MAX_LINE:]
-        yield data[: cut + 1]
     if carry:
-        yield carry
+        yield _Chunk(b"", carry, len(carry))
 
 
 def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[Tuple[int, Optional[bytes]]]:
@@ -197,21 +225,22 @@ def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[
     consumed = 0
     line_no = 1
     before_hit = False                       # did the chunk before the held one hit?
-    held: Optional[Tuple[bytes, bool]] = None  # the chunk waiting for its successor's verdict
+    held: Optional[Tuple[_Chunk, bool]] = None  # the chunk waiting for its successor's verdict
     for chunk in _line_chunks(stream, size):
-        hit = consumed < FULL_SCAN or any(n in chunk for n in needles)
+        hit = consumed < FULL_SCAN or any(chunk.has(n) for n in needles)
         consumed += len(chunk)
         if held is not None:
             h_chunk, h_hit = held
             if h_hit or before_hit or hit:
-                yield line_no, h_chunk
-                line_no += h_chunk.count(b"\n") + h_chunk.count(b"\r") - h_chunk.count(b"\r\n")
+                data = h_chunk.join()
+                yield line_no, data
+                line_no += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
             else:
                 yield line_no, None
             before_hit = h_hit
         held = (chunk, hit)
     if held is not None:
-        yield line_no, held[0]
+        yield line_no, held[0].join()
 
 
 def _lines(chunk: bytes) -> List[str]:
@@ -610,6 +639,29 @@ class _RankParser:
         self.state = "message"
 
 
+# Substrings one of which any line that can open or continue a record holds (header, frames of
+# every layout, exception types, chain markers).  Everything else is skipped while all parsers
+# are idle: most lines of a training log are progress output.
+_TRIGGERS = ("most recent call last", "File ", "Error", "xception", "Exit", "Interrupt", "Failure",
+             "Warning", "StopIteration", "Cell In", "Input In", ".py", "Traceback", "ipython-input")
+
+
+def _maybe(raw: str) -> bool:
+    for t in _TRIGGERS:
+        if t in raw:
+            return True
+    return False
+
+
+def _all_idle(parsers: Dict[Optional[int], "_RankParser"]) -> bool:
+    if len(parsers) > 8:
+        return False
+    for p in parsers.values():
+        if p.cur is not None or p.anomaly is not None or p.chain_pending:
+            return False
+    return True
+
+
 def read_tracebacks(
     stream: BinaryIO,
     bare: Optional[Callable[[str], bool]] = None,
@@ -641,6 +693,8 @@ def read_tracebacks(
                 p.out.clear()
         else:
             for offset, raw in enumerate(_lines(chunk)):
+                if not _maybe(raw) and _all_idle(parsers) and (bare is None or not bare(raw)):
+                    continue  # fast path: an ordinary log line while no traceback is open
                 text = clean_line(raw)
                 if _FENCE.match(text):
                     continue
