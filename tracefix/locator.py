@@ -404,6 +404,18 @@ class _Locator:
                     return self.project.lookup(target, func.attr)
         return None
 
+    def _module_call(self, sf: SourceFile, scope: ast.AST, func: ast.AST, line: int
+                     ) -> List[Tuple[SourceFile, ast.AST]]:
+        """``func`` holds an instance of a project class: calling it runs its forward/__call__."""
+        ctor = self._ctor_value(sf, scope, func, line)
+        if ctor is not None:
+            cls = self._class_of_value(*ctor)
+            if cls is not None:
+                m = _method(cls[1], "forward") or _method(cls[1], "__call__")
+                if m is not None:
+                    return [(cls[0], m)]
+        return []
+
     def _callees(self, sf: SourceFile, scope: ast.AST, call: ast.Call, line: int, wide: bool = False
                  ) -> List[Tuple[SourceFile, ast.AST]]:
         """Project functions a call may run (for following return values)."""
@@ -418,14 +430,7 @@ class _Locator:
                 if isinstance(d[1], FUNC_TYPES):
                     return [d]
                 return []  # a class: construction
-            ctor = self._ctor_value(sf, scope, func, line)
-            if ctor is not None:
-                cls = self._class_of_value(*ctor)
-                if cls is not None:
-                    m = _method(cls[1], "forward") or _method(cls[1], "__call__")
-                    if m is not None:
-                        return [(cls[0], m)]
-            return []
+            return self._module_call(sf, scope, func, line)
         if not isinstance(func, ast.Attribute):
             return []
         recv = func.value
@@ -435,14 +440,7 @@ class _Locator:
                 m = _method(cls, func.attr)
                 if m is not None:
                     return [(sf, m)]
-            ctor = self._ctor_value(sf, scope, func, line)
-            if ctor is not None:
-                cls2 = self._class_of_value(*ctor)
-                if cls2 is not None:
-                    m = _method(cls2[1], "forward") or _method(cls2[1], "__call__")
-                    if m is not None:
-                        return [(cls2[0], m)]
-            return []
+            return self._module_call(sf, scope, func, line)
         d = self._resolve_def(sf, func)
         if d is not None:
             return [d] if isinstance(d[1], FUNC_TYPES) else []
