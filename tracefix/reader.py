@@ -169,50 +169,58 @@ def _utf8_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:
 
 
 class _Chunk:
-    """``head + body[:end]``: a run of whole lines, joined only when it is parsed.
+    """``head + body[start:end]``: a run of whole lines, joined only when it is parsed.
 
     Most chunks of a big log are skipped after a needle test; keeping the carried partial line
-    apart from the freshly read block spares two copies of every byte.
+    apart from the freshly read block spares two copies of every byte.  (A memory-mapped file
+    was measured slower than read(): page faults cost more than the copies.)
     """
 
-    __slots__ = ("head", "body", "end")
+    __slots__ = ("head", "body", "start", "end")
 
-    def __init__(self, head: bytes, body: bytes, end: int):
-        self.head, self.body, self.end = head, body, end
+    def __init__(self, head: bytes, body, start: int, end: int):
+        self.head, self.body, self.start, self.end = head, body, start, end
 
     def __len__(self) -> int:
-        return len(self.head) + self.end
+        return len(self.head) + self.end - self.start
 
     def has(self, needle: bytes) -> bool:
-        if self.body.find(needle, 0, self.end) >= 0 or needle in self.head:
+        if self.body.find(needle, self.start, self.end) >= 0 or needle in self.head:
             return True
         k = len(needle) - 1   # a needle straddling the seam
-        return bool(self.head) and k > 0 and needle in self.head[-k:] + self.body[:k]
+        return bool(self.head) and k > 0 and needle in self.head[-k:] + self.body[self.start:self.start + k]
 
     def join(self) -> bytes:
-        if not self.head:
-            return self.body if self.end == len(self.body) else self.body[: self.end]
-        return self.head + self.body[: self.end]
+        body = self.body
+        if not self.head and self.start == 0 and self.end == len(body) and isinstance(body, bytes):
+            return body
+        return self.head + body[self.start:self.end]
+
+
+def _last_eol(buf, start: int, end: int) -> int:
+    """Index of the last line end in buf[start:end], not a "\\r" that may be half of "\\r\\n"."""
+    cut = max(buf.rfind(b"\n", start, end), buf.rfind(b"\r", start, end))
+    if 0 <= cut == end - 1 and buf[cut] == 13:
+        cut = max(buf.rfind(b"\n", start, cut), buf.rfind(b"\r", start, cut))
+    return cut
 
 
 def _line_chunks(stream: BinaryIO, size: int) -> Iterator[_Chunk]:
     """Chunks cut at line ends (\\n or \\r), so no line is split between two of them."""
     carry = b""
     for piece in _utf8_chunks(stream, size):
-        cut = max(piece.rfind(b"\n"), piece.rfind(b"\r"))
-        if 0 <= cut == len(piece) - 1 and piece[cut] == 13:   # a "\r" at the end may be half of "\r\n"
-            cut = max(piece.rfind(b"\n", 0, cut), piece.rfind(b"\r", 0, cut))
+        cut = _last_eol(piece, 0, len(piece))
         if cut < 0:
             carry = carry + piece
             if len(carry) > MAX_CARRY:
                 carry = carry[-MAX_LINE:]
             continue
-        yield _Chunk(carry, piece, cut + 1)
+        yield _Chunk(carry, piece, 0, cut + 1)
         carry = piece[cut + 1:]
         if len(carry) > MAX_CARRY:
             carry = carry[-MAX_LINE:]
     if carry:
-        yield _Chunk(b"", carry, len(carry))
+        yield _Chunk(b"", carry, 0, len(carry))
 
 
 def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[Tuple[int, Optional[bytes]]]:
