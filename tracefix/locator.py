@@ -564,15 +564,13 @@ class _Locator:
             return self._crit_origin(sf, scope, a.value, a.lineno, a.value, depth + 1)
         return None
 
-    def _crit_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
-        """Follow a parameter of the crash function to the argument its caller passed."""
+    def _caller_argument(self, fn: ast.AST, param: str, frame_i: int):
+        """(caller file, call, argument node, line) that fed ``param`` of the crash function, or None."""
         if frame_i + 1 >= len(self.mapped):
             return None
         outer = self.mapped[frame_i + 1]
         osf = self.project.source(outer.rel_path)
-        if osf is None:
-            return None
-        stmt = osf.stmt_at(outer.line)
+        stmt = osf.stmt_at(outer.line) if osf is not None else None
         if stmt is None:
             return None
         for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
@@ -580,8 +578,16 @@ class _Locator:
                 continue
             arg = _argument_for(fn, call, param)
             if arg is not None:
-                return self._crit_origin(osf, osf.scope_of(call), arg, outer.line, arg, depth + 1, frame_i + 1)
+                return osf, call, arg, outer.line
         return None
+
+    def _crit_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
+        """Follow a parameter of the crash function to the argument its caller passed."""
+        found = self._caller_argument(fn, param, frame_i)
+        if found is None:
+            return None
+        osf, call, arg, line = found
+        return self._crit_origin(osf, osf.scope_of(call), arg, line, arg, depth + 1, frame_i + 1)
 
     def _backward_call(self, sf: SourceFile, line: int):
         """(kind, call, receiver) for the backward/autograd.grad call on the statement at line."""
@@ -779,20 +785,11 @@ class _Locator:
         return found
 
     def _reduced_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
-        if frame_i + 1 >= len(self.mapped):
+        found = self._caller_argument(fn, param, frame_i)
+        if found is None:
             return None
-        outer = self.mapped[frame_i + 1]
-        osf = self.project.source(outer.rel_path)
-        stmt = osf.stmt_at(outer.line) if osf is not None else None
-        if stmt is None:
-            return None
-        for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
-            if last_name(call.func) != fn.name:  # type: ignore[attr-defined]
-                continue
-            arg = _argument_for(fn, call, param)
-            if arg is not None:
-                return self._reduced_origin(osf, osf.scope_of(call), arg, outer.line, depth + 1, frame_i + 1)
-        return None
+        osf, call, arg, line = found
+        return self._reduced_origin(osf, osf.scope_of(call), arg, line, depth + 1, frame_i + 1)
 
     def _is_number(self, sf: SourceFile, scope: ast.AST, node: ast.AST, line: int) -> bool:
         """A plain Python number: a literal, or a name last assigned one."""
