@@ -18,7 +18,7 @@ BUDGET = 40.0
 def rows(n: int = 5):
     with tempfile.TemporaryDirectory() as tmp:
         template = Path(tmp) / "template"
-        log = write_model_project(template, 3000)
+        write_model_project(template, 3000)
         lines = (template / "model.py").read_text().count("\n")
         codes = []
 

@@ -8,7 +8,6 @@ Nothing here holds more than a few MiB in memory, whatever size is asked for.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 from pathlib import Path

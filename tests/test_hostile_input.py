@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -243,6 +242,31 @@ def test_1gb_single_line_without_newline(project, tmp_path):
         assert code == 0 and rss < 100 and secs < 60, (code, rss, secs)
     finally:
         log.unlink(missing_ok=True)
+
+
+FP16_TB = ("Traceback (most recent call last):\n"
+           '  File "/home/u/proj/train.py", line 30, in <module>\n'
+           "    scaler.step(opt)\n"
+           "ValueError: Attempting to unscale FP16 gradients.\n")
+
+
+def test_big_file_by_name_by_redirect_and_by_pipe_agree(project, tmp_path):
+    """An 80 MB file is searched by offset (in two processes on Linux) when named or redirected,
+    and streamed when piped: all three find the traceback in the middle and the one at the end."""
+    log = tmp_path / "mid.log"
+    _write_big_log(log, 40 << 20, TB.encode() + b"\n")
+    with open(log, "ab") as fh:
+        fh.write(log.read_bytes()[:40 << 20].replace(TB.encode(), b"step\n" * (len(TB) // 5)))
+        fh.write(FP16_TB.encode())
+    args = ("--format", "json", "--no-patch", "--root", project)
+    by_name = tracefix(*args, str(log))
+    with open(log, "rb") as fh:
+        by_redirect = tracefix(*args, stdin=fh)
+    by_pipe = subprocess.run(f'cat "{log}" | "{PY}" -m tracefix --format json --no-patch --root "{project}"',
+                             shell=True, capture_output=True, timeout=120)
+    for r in (by_name, by_redirect, by_pipe):
+        no_crash(r)
+        assert sorted(ids(r)) == ["fp16-unscale", "nonscalar-backward"], r.stderr[-500:]
 
 
 def test_10000_frame_traceback(project):

@@ -1,11 +1,9 @@
 """Knowledge entries: schema, and every entry's own examples replayed (thefuck/TorchFix style)."""
 import io
-from pathlib import Path
 
 import pytest
 
-from tracefix.knowledge import KnowledgeError, load_entries, load_entry
-from tracefix.matcher import match
+from tracefix.knowledge import KnowledgeError, load_entries
 from tracefix.pipeline import collect
 
 ENTRIES = load_entries(examples=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tracefix.patcher import PatchError, apply, explain_unpatchable, propose, settled
-from tracefix.records import Diagnosis, FixSite, Frame, Site, Traceback
+from tracefix.records import Diagnosis, FixSite, Frame, Traceback
 
 CASES = Path(__file__).parent / "patch_cases"
 BOM = b"\xef\xbb\xbf"

@@ -317,3 +317,37 @@ def test_patch_fixtures_compile_and_apply_once(data, tmp_path_factory):
     assert (root / "train.py").read_bytes() == once
     compile(once, "train.py", "exec")
     assert once.count(b"\r\n") == (once.count(b"\n") if crlf else 0)
+
+
+# --- a big regular file is searched by offset, not streamed ---------------------------------------
+PAD = st.lists(st.integers(0, 3), min_size=5, max_size=5)
+
+
+@cfg(150)
+@given(log_document(), PAD, st.sampled_from([4096, 5000, 8192]))
+def test_file_search_finds_every_embedded_traceback(doc, pads, chunk_size):
+    """The offset search (only the ends and a chunk around each header are read) finds what the
+    document holds, with padding of up to three chunks between tracebacks to make real gaps."""
+    import os
+    import tempfile
+
+    text, expected = doc
+    filler = "2024-05-01 12:00:01,500 - INFO - trainer - step 6 loss 0.29 grad_norm 1.2\n"
+    # Pad at blank lines, which end a traceback (and so do not split one).
+    parts = text.replace("\r\n", "\n").split("\n\n")
+    sep = "\r\n" if "\r\n" in text else "\n"
+    padded = ""
+    for i, part in enumerate(parts):
+        padded += part + "\n\n" + filler * (pads[i % len(pads)] * chunk_size // len(filler))
+    data = padded.replace("\n", sep).encode()
+    fd, name = tempfile.mkstemp(suffix=".log")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        with open(name, "rb") as fh:
+            got = list(read_tracebacks(fh, chunk_size=chunk_size, seek_min=0))
+    finally:
+        os.unlink(name)
+    want = by_rank((rank, (etype, msg, n)) for rank, (etype, msg, n, _entry), _cause in expected)
+    have = by_rank((tb.rank, (tb.exc_type, tb.message, len(tb.frames))) for tb in got)
+    assert have == want, padded[:3000]

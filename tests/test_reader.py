@@ -234,25 +234,81 @@ def test_bare_message_needs_the_predicate():
     assert tb.exc_type is None and "implicitly created" in tb.message
 
 
+ANOMALY = textwrap.dedent('''\
+    /home/u/.venv/lib/python3.11/site-packages/torch/autograd/graph.py:979: UserWarning: Error detected in ReluBackward0. Traceback of forward call that caused the error:
+      File "/home/u/proj/train.py", line 60, in <module>
+        out = model(x)
+      File "/home/u/proj/models.py", line 21, in forward
+        h = torch.relu(self.fc1(x))
+     (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/python_anomaly_mode.cpp:122.)
+      return Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
+    Traceback (most recent call last):
+      File "/home/u/proj/train.py", line 62, in <module>
+        loss.backward()
+    RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 4]], which is output 0 of Relu, is at version 1; expected version 0 instead. Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!
+    ''')
+
+
 def test_anomaly_block_attaches_forward_trace():
-    text = textwrap.dedent('''\
-        /home/u/.venv/lib/python3.11/site-packages/torch/autograd/graph.py:979: UserWarning: Error detected in ReluBackward0. Traceback of forward call that caused the error:
-          File "/home/u/proj/train.py", line 60, in <module>
-            out = model(x)
-          File "/home/u/proj/models.py", line 21, in forward
-            h = torch.relu(self.fc1(x))
-         (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/python_anomaly_mode.cpp:122.)
-          return Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
-        Traceback (most recent call last):
-          File "/home/u/proj/train.py", line 62, in <module>
-            loss.backward()
-        RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 4]], which is output 0 of Relu, is at version 1; expected version 0 instead. Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!
-        ''')
+    text = ANOMALY
     tb = only(text)
     assert tb.anomaly_node == "ReluBackward0"
     assert [(f.path.rsplit("/", 1)[-1], f.line) for f in tb.anomaly_frames] == [("train.py", 60), ("models.py", 21)]
     assert tb.anomaly_frames[-1].code == "h = torch.relu(self.fc1(x))"
     assert tb.frames[0].line == 62
+
+
+# --- a big regular file is searched by offset: head, tail and a chunk around each header -------
+FILLER = b"2024-05-01 12:00:01,500 - INFO - trainer - step 6 loss 0.29 grad_norm 1.2\n"
+CH = 4096   # the chunk size these tests use, so that a few KB already make gaps
+
+
+def read_file(tmp_path, data: bytes, **kw):
+    log = tmp_path / "big.log"
+    log.write_bytes(data)
+    with open(log, "rb") as fh:
+        return list(read_tracebacks(fh, chunk_size=CH, seek_min=0, **kw))
+
+
+def pad(n_chunks: int) -> bytes:
+    return FILLER * (n_chunks * CH // len(FILLER))
+
+
+def test_file_search_keeps_the_anomaly_block_before_a_mid_file_traceback(tmp_path):
+    tbs = read_file(tmp_path, pad(20) + ANOMALY.encode() + pad(20))
+    assert len(tbs) == 1
+    assert tbs[0].anomaly_node == "ReluBackward0" and len(tbs[0].anomaly_frames) == 2
+
+
+def test_file_search_follows_a_traceback_longer_than_its_window(tmp_path):
+    frames = "".join(f'  File "/p/m{i}.py", line {i + 1}, in f\n    g()\n' for i in range(2000))   # ~80 KB
+    text = "Traceback (most recent call last):\n" + frames + "ValueError: deep\n"
+    tbs = read_file(tmp_path, pad(20) + text.encode() + pad(20))
+    assert [(t.exc_type, t.message, t.frames[-1].path) for t in tbs] == [("ValueError", "deep", "/p/m1999.py")]
+
+
+def test_file_search_finds_bare_messages_at_both_ends_only(tmp_path):
+    msg = b"RuntimeError: grad can be implicitly created only for scalar outputs\n\n"
+    bare = lambda s: "implicitly created" in s   # noqa: E731
+    tbs = read_file(tmp_path, msg + pad(20) + msg.replace(b"grad", b"GRAD") + pad(20) + msg, bare=bare)
+    # The middle one has no traceback header: a GB log is not read line by line to find it.
+    assert [t.message for t in tbs] == ["grad can be implicitly created only for scalar outputs"] * 2
+
+
+def test_file_search_crlf_and_cr_at_window_edges(tmp_path):
+    tb = PY311.replace("\n", "\r\n").encode()
+    progress = b"".join(b"Epoch 1: %3d%%|#   |\r" % i for i in range(100)) + b"\r\n"
+    data = (progress * 200 + tb) * 5 + progress * 100
+    tbs = read_file(tmp_path, data)
+    assert [t.message for t in tbs] == ["grad can be implicitly created only for scalar outputs"] * 5
+    assert all(t.frames[0].code == "loss.backward()" for t in tbs)
+
+
+def test_utf16_file_is_streamed_not_searched(tmp_path):
+    text = "step\n" * 5000 + PY311
+    data = "\ufeff".encode("utf-16-le") + text.replace("\n", "\r\n").encode("utf-16-le")
+    tbs = read_file(tmp_path, data)
+    assert [t.exc_type for t in tbs] == ["RuntimeError"]
 
 
 def test_recursion_error_repeated_line():
@@ -299,3 +355,20 @@ def test_chunk_size_does_not_change_result():
 def test_clean_line_strips_escapes():
     assert clean_line("\x1b]0;evil title\x07ok\x1b[2J\x1b[1;1H") == "ok"
     assert split_prefix("[rank12]: hello") == (12, "hello")
+
+
+def test_log_record_after_the_message_is_not_part_of_it():
+    text = PY311 + "2024-05-01 12:00:01,500 - INFO - trainer - step 6 loss 0.29 grad_norm 1.2\n"
+    assert [t.message for t in read(text)] == ["grad can be implicitly created only for scalar outputs"]
+
+
+def test_every_line_stamped_keeps_a_multiline_message():
+    stamp = "2024-05-01T12:00:00.123Z "
+    text = "".join(stamp + ln + "\n" for ln in [
+        "Traceback (most recent call last):",
+        '  File "/app/train.py", line 3, in <module>',
+        "    raise ValueError('a')",
+        "ValueError: first line of the message",
+        "second line of the message",
+    ])
+    assert [t.message for t in read(text)] == ["first line of the message\nsecond line of the message"]

@@ -122,22 +122,27 @@ class BareMessage:
 
     def __init__(self, entries: Sequence[Entry]):
         self.entries = list(entries)
-        self.lowered = [k.lower() for k in keywords(entries)]
+        lowered = [k.lower() for k in keywords(entries)]
+        # This runs on every line of the parsed part of a log, and most lines hold no gate word:
+        # a keyword that holds one is only worth testing on a line that holds it too.
+        self.by_gate = [(w, [k for k in lowered if w in k]) for w in _GATE_WORDS]
+        self.gateless = [k for k in lowered if not _gated(k)]
 
     def __call__(self, line: str) -> bool:
         low = line.lower()
-        for k in self.lowered:
+        hits = 0
+        for w, keys in self.by_gate:
+            if w in low:
+                hits += 1
+                for k in keys:
+                    if k in low:
+                        return True
+        for k in self.gateless:
             if k in low:
                 return True
         # Paraphrases keep two of the gate words ("grad" + "scalar", "unscale" + "fp16"...); one alone
         # is every "grad_norm" line of a training log, too many for a fuzzy comparison each.
-        if len(line) > MAX_FUZZY_CHARS:
-            return False
-        hits = 0
-        for w in _GATE_WORDS:
-            if w in low:
-                hits += 1
-        if hits < 2:
+        if hits < 2 or len(line) > MAX_FUZZY_CHARS:
             return False
         text = normalize(line)
         if any(rx.search(text) for e in self.entries for rx in e.patterns):

@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from tracefix.knowledge import Entry, find_entry
 from tracefix.matcher import BareMessage, match, normalize

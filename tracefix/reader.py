@@ -1,23 +1,30 @@
 """Find tracebacks and bare error lines in a log: bytes in, ``Traceback`` records out.
 
-Streaming and bounded: the input is read in chunks.  The first MiBs and the final chunk are
-always parsed line by line; a chunk in the middle of a big log only when it, or a neighbour,
-holds a traceback header (one ``bytes.__contains__`` pass, so a GB log costs about one memory
-scan).  A message pasted with no traceback is therefore found in a small log, and at the head or
-the end of a big one.  Knows logs, knows nothing of PyTorch: the caller passes a ``bare``
-predicate for messages pasted without a traceback.
+Bounded: the input is read in chunks.  A stream (a pipe, a small file) has its first MiBs and
+its final chunk parsed line by line, and a chunk in the middle only when it, or a neighbour,
+holds a traceback header (one ``bytes.find`` pass, so a GB log costs about one memory scan).
+A big regular file is not streamed: ``scan`` finds the headers by offset (in two processes
+where it can) and only the first and last chunk and a chunk around each header are read.  A
+message pasted with no traceback is therefore found in a small log, and at the head or the end
+of a big one.  Knows logs, knows nothing of PyTorch: the caller passes a ``bare`` predicate for
+messages pasted without a traceback.
 """
 from __future__ import annotations
 
 import codecs
+import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from tracefix import scan
 from tracefix.records import Frame, Traceback
 
 CHUNK = 1 << 20
 FULL_SCAN = 2 << 20          # always parse this much of the head: small pastes get every heuristic
+SEEK_MIN = 32 << 20          # a regular file this big is searched by offset, not streamed
+MAX_EXTEND = 32 << 20        # how far past its range a file read follows an open traceback
 MAX_LINE = 8192              # longer lines are cut: a 1 GB progress line must not reach the regexes
 MAX_CARRY = 1 << 20          # an unterminated line longer than this keeps only its tail
 MAX_FRAMES_HEAD, MAX_FRAMES_TAIL = 40, 200   # a 10,000-frame stack keeps both ends
@@ -86,19 +93,25 @@ def clean_line(text: str) -> str:
 
 def split_prefix(text: str) -> Tuple[Optional[int], str]:
     """Strip rank, timestamp/logger and pytest prefixes; return (rank, rest)."""
-    rank = None
+    rank, text, _stamped = _split_prefix(text)
+    return rank, text
+
+
+def _split_prefix(text: str) -> Tuple[Optional[int], str, bool]:
+    """(rank, rest, whether a timestamp/logger prefix was stripped)."""
+    rank, stamped = None, False
     m = _RANK.match(text)
     if m:
         rank = int(m.group("r1") or m.group("r2") or m.group("r3"))
         text = text[m.end():]
     m = _TIMESTAMP.match(text)
     if m and m.end() > 0:
-        text = text[m.end():]
+        text, stamped = text[m.end():], True
         m = _RANK.match(text)
         if m and rank is None:
             rank = int(m.group("r1") or m.group("r2") or m.group("r3"))
             text = text[m.end():]
-    return rank, text
+    return rank, text, stamped
 
 
 def _indent(text: str) -> int:
@@ -205,10 +218,10 @@ def _last_eol(buf, start: int, end: int) -> int:
     return cut
 
 
-def _line_chunks(stream: BinaryIO, size: int) -> Iterator[_Chunk]:
+def _line_chunks(pieces: Iterable[bytes]) -> Iterator[_Chunk]:
     """Chunks cut at line ends (\\n or \\r), so no line is split between two of them."""
     carry = b""
-    for piece in _utf8_chunks(stream, size):
+    for piece in pieces:
         cut = _last_eol(piece, 0, len(piece))
         if cut < 0:
             carry = carry + piece
@@ -234,7 +247,7 @@ def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[
     line_no = 1
     before_hit = False                       # did the chunk before the held one hit?
     held: Optional[Tuple[_Chunk, bool]] = None  # the chunk waiting for its successor's verdict
-    for chunk in _line_chunks(stream, size):
+    for chunk in _line_chunks(_utf8_chunks(stream, size)):
         hit = consumed < FULL_SCAN or any(chunk.has(n) for n in needles)
         consumed += len(chunk)
         if held is not None:
@@ -249,6 +262,86 @@ def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[
         held = (chunk, hit)
     if held is not None:
         yield line_no, held[0].join()
+
+
+def _regular_file(stream: BinaryIO, minimum: int) -> Optional[int]:
+    """Size of the regular file behind ``stream`` when it is at least ``minimum`` bytes, unread
+    and not UTF-16/32 (those are transcoded as a stream)."""
+    try:
+        st = os.fstat(stream.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size < max(minimum, 1) or stream.tell() != 0:
+            return None
+        head = stream.read(4096)
+        stream.seek(0)
+    except (AttributeError, OSError, ValueError):   # io.UnsupportedOperation is both
+        return None
+    return None if _sniff(head) else st.st_size
+
+
+def _line_start(read_at: scan.ReadAt, pos: int) -> int:
+    """Start of the line holding byte ``pos`` (``pos`` itself when that line is overlong)."""
+    if pos <= 0:
+        return 0
+    lo = max(0, pos - MAX_LINE)
+    window = read_at(lo, pos - lo)
+    cut = max(window.rfind(b"\n"), window.rfind(b"\r"))
+    if cut < 0:
+        return 0 if lo == 0 else pos
+    start = lo + cut + 1
+    if window[cut] == 13 and read_at(start, 1) == b"\n":
+        start += 1
+    return start
+
+
+def _line_end(read_at: scan.ReadAt, pos: int, size: int) -> int:
+    """End of the line holding byte ``pos - 1`` (``pos`` itself when that line is overlong)."""
+    if pos >= size:
+        return size
+    window = read_at(pos - 1, MAX_LINE + 1) if pos > 0 else b""
+    if window[:1] == b"\n" or (window[:1] == b"\r" and window[1:2] != b"\n"):
+        return pos
+    window = window[1:]
+    ends = [i for i in (window.find(b"\n"), window.find(b"\r")) if i >= 0]
+    if not ends:
+        return pos if len(window) == MAX_LINE else pos + len(window)
+    cut = min(ends)
+    if window[cut] == 13 and window[cut + 1:cut + 2] == b"\n":
+        cut += 1
+    return pos + cut + 1
+
+
+def _file_windows(stream: BinaryIO, size: int, file_size: int,
+                  busy: Callable[[], bool]) -> Iterator[Tuple[int, Optional[bytes]]]:
+    """``_windows`` for a big regular file: only the first and last chunk and a chunk either side
+    of every needle are read at all; the needle search runs over the file in parallel where it
+    can.  A range is read on while ``busy()`` (a traceback is still open at its end), up to
+    ``MAX_EXTEND`` bytes.  (No ``FULL_SCAN`` head: a file this big is a log, not a paste.)"""
+    read_at = scan.reader_at(stream)
+    head_end = min(file_size, size)
+    tail_start = max(head_end, file_size - size)
+    spans = [(0, head_end), (tail_start, file_size)]
+    for needle in NEEDLES:
+        spans += scan.regions(read_at, needle, head_end, tail_start, size)
+    line_no, done = 1, 0
+    # Slack: aligning each range to whole lines must not make two of them share a line.
+    for lo, hi in scan.merge(spans, slack=2 * MAX_LINE):
+        lo = max(done, _line_start(read_at, max(lo, 0)))
+        hi = _line_end(read_at, min(hi, file_size), file_size)
+        if lo >= hi:
+            continue                           # already read while a traceback was open
+        if lo > done > 0:
+            yield line_no, None
+        limit = hi + MAX_EXTEND
+        while True:
+            pieces = (read_at(at, min(size, hi - at)) for at in range(lo, hi, size))
+            for chunk in _line_chunks(pieces):
+                data = chunk.join()
+                yield line_no, data
+                line_no += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+            done = hi
+            if hi >= file_size or hi >= limit or not busy():
+                break
+            lo, hi = hi, _line_end(read_at, min(hi + size, file_size), file_size)
 
 
 def _lines(chunk: bytes) -> List[str]:
@@ -306,6 +399,7 @@ class _Builder:
     anomaly: Tuple[Tuple[Frame, ...], Optional[str]] = ((), None)
     last_file_indent: int = -1
     awaiting_code: bool = False
+    stamped: bool = False          # the exception line carried a timestamp/logger prefix
 
     def add_frame(self, frame: Frame, indent: int = 0) -> None:
         if len(self.frames) >= MAX_FRAMES_HEAD + MAX_FRAMES_TAIL:
@@ -368,6 +462,7 @@ class _RankParser:
         self.state = "idle"          # idle | frames | message
         self.anomaly: Optional[_Anomaly] = None
         self.chain_pending = False
+        self.stamped = False         # the line being fed had a timestamp/logger prefix
         self.out: List[Traceback] = []
 
     # -- emit --
@@ -404,7 +499,8 @@ class _RankParser:
         self.chain_pending = False
 
     # -- feed --
-    def feed(self, text: str, line_no: int) -> None:
+    def feed(self, text: str, line_no: int, stamped: bool = False) -> None:
+        self.stamped = stamped
         if self.anomaly is not None:
             self.anomaly.age += 1
             if self.anomaly.age > self.ANOMALY_TTL:
@@ -598,8 +694,8 @@ class _RankParser:
         if self.state == "message" and self.cur is not None:
             if m and m.group("msg") is not None and self.cur.style == "pytest":
                 return
-            if _LOGLINE.match(text) or _FENCE.match(text):
-                self._emit()
+            if _LOGLINE.match(text) or _FENCE.match(text) or (self.stamped and not self.cur.stamped):
+                self._emit()          # a new log record, not more of the message
             elif (_indent(text) >= self.cur.base_indent and _WORDY.search(stripped) and "\ufffd" not in stripped
                   and self.cur.add_message(stripped)):
                 return
@@ -622,6 +718,7 @@ class _RankParser:
         if self.bare is not None and self.bare(core):
             self.cur = self._start(line_no, False, 0)
             self.cur.exc_type = None
+            self.cur.stamped = self.stamped
             self.cur.add_message(core)
             self.state = "message"
 
@@ -632,6 +729,7 @@ class _RankParser:
         if cur.style == "ipython" and cur.exc_type and etype.endswith(cur.exc_type):
             pass
         cur.exc_type = etype
+        cur.stamped = self.stamped
         cur.message = []
         cur.message_chars = 0
         msg = m.group("msg")
@@ -674,10 +772,12 @@ def read_tracebacks(
     stream: BinaryIO,
     bare: Optional[Callable[[str], bool]] = None,
     chunk_size: int = CHUNK,
+    seek_min: int = SEEK_MIN,
 ) -> Iterator[Traceback]:
     """Yield every traceback or bare error message in ``stream``, in input order per rank.
 
     ``bare(line)`` says whether a line outside any traceback is an error message on its own.
+    A regular file of ``seek_min`` bytes or more is searched by offset instead of streamed.
     """
     parsers: Dict[Optional[int], _RankParser] = {}
     spilled: List[Traceback] = []
@@ -693,23 +793,31 @@ def read_tracebacks(
             p = parsers[rank] = _RankParser(rank, bare)
         return p
 
-    for first_line, chunk in _windows(stream, NEEDLES, chunk_size):
+    file_size = _regular_file(stream, seek_min)
+    if file_size is None:
+        windows = _windows(stream, NEEDLES, chunk_size)
+    else:
+        windows = _file_windows(stream, chunk_size, file_size,
+                                lambda: any(p.cur is not None for p in parsers.values()))
+    for first_line, chunk in windows:
         if chunk is None:
             for p in parsers.values():
                 p.gap()
                 yield from p.out
                 p.out.clear()
         else:
+            idle = _all_idle(parsers)           # changes only when a line is fed
             for offset, raw in enumerate(_lines(chunk)):
-                if not _maybe(raw) and _all_idle(parsers) and (bare is None or not bare(raw)):
+                if idle and not _maybe(raw) and (bare is None or not bare(raw)):
                     continue  # fast path: an ordinary log line while no traceback is open
                 text = clean_line(raw)
                 if _FENCE.match(text):
                     continue
                 if _QUOTE.match(text):
                     text = _QUOTE.sub("", text, count=1)
-                rank, text = split_prefix(text)
-                parser(rank).feed(text, first_line + offset)
+                rank, text, stamped = _split_prefix(text)
+                parser(rank).feed(text, first_line + offset, stamped)
+                idle = _all_idle(parsers)
         if spilled:
             yield from spilled
             spilled.clear()
