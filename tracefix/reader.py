@@ -236,6 +236,11 @@ def _line_chunks(pieces: Iterable[bytes]) -> Iterator[_Chunk]:
         yield _Chunk(b"", carry, 0, len(carry))
 
 
+def _line_count(data: bytes) -> int:
+    """Lines ended in ``data`` (at \\n, \\r\\n or \\r, as ``_lines`` splits them)."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
 def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[Tuple[int, Optional[bytes]]]:
     """(first line number, chunk) for chunks worth parsing; (n, None) marks a skipped gap.
 
@@ -255,7 +260,7 @@ def _windows(stream: BinaryIO, needles: Sequence[bytes], size: int) -> Iterator[
             if h_hit or before_hit or hit:
                 data = h_chunk.join()
                 yield line_no, data
-                line_no += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+                line_no += _line_count(data)
             else:
                 yield line_no, None
             before_hit = h_hit
@@ -325,8 +330,8 @@ def _file_windows(stream: BinaryIO, size: int, file_size: int,
     line_no, done = 1, 0
     # Slack: aligning each range to whole lines must not make two of them share a line.
     for lo, hi in scan.merge(spans, slack=2 * MAX_LINE):
-        lo = max(done, _line_start(read_at, max(lo, 0)))
-        hi = _line_end(read_at, min(hi, file_size), file_size)
+        lo = max(done, _line_start(read_at, lo))      # both clamp to the file
+        hi = _line_end(read_at, hi, file_size)
         if lo >= hi:
             continue                           # already read while a traceback was open
         if lo > done > 0:
@@ -337,7 +342,7 @@ def _file_windows(stream: BinaryIO, size: int, file_size: int,
             for chunk in _line_chunks(pieces):
                 data = chunk.join()
                 yield line_no, data
-                line_no += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+                line_no += _line_count(data)
             done = hi
             if hi >= file_size or hi >= limit or not busy():
                 break
