@@ -14,7 +14,11 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "knowledge"
 
-LOCATORS = ("nonscalar", "inplace", "fp16-params", "bf16-params", "none")
+# One locate module per name (tracefix/locator/families/<name>.py); listed, not imported: loading
+# knowledge stays cheap, and adding a family's module is all it takes to make its name valid.
+_FAMILIES_DIR = Path(__file__).resolve().parent / "locator" / "families"
+LOCATORS = tuple(sorted(p.stem.replace("_", "-") for p in _FAMILIES_DIR.glob("*.py")
+                        if not p.name.startswith("_"))) + ("none",)
 EXPLAIN_KEYS = ("what", "why", "fix", "fix_safety")
 
 

@@ -1,0 +1,371 @@
+"""nonscalar-backward: backward() / autograd.grad() on a tensor that is not a scalar.
+
+Fix sites, best first: a criterion built with reduction='none' whose per-sample values nothing else
+uses; a loss function (compute_loss, training_step...) that returns an unreduced value; the
+assignment of a loss that is later used as a number; the receiver of backward() itself.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Tuple
+
+from tracefix.locator.base import FIXED_SINCE
+from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, ACCEL_NAMES, classify_backward, func_name,
+                                      is_param, returns, src, unwrap_chain, value_col)
+from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
+
+LOSS_FN_NAMES = {"training_step", "compute_loss", "train_step", "_compute_loss", "compute_losses",
+                 "shared_step", "_shared_step", "_common_step", "common_step", "step_loss"}
+FUNCTIONAL_LOSSES = {"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "nll_loss",
+                     "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "mse_loss", "l1_loss",
+                     "smooth_l1_loss", "huber_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+                     "multi_margin_loss", "multilabel_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
+                     "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"}
+REDUCED_MODES = {"mean", "sum", "batchmean"}
+SCALAR_KEEP_METHODS = {"float", "double", "half", "bfloat16", "to", "cuda", "cpu", "clone", "contiguous",
+                       "squeeze", "type"}
+
+
+def run(ctx) -> None:
+    _Nonscalar(ctx).run()
+
+
+class _Nonscalar(Tracer):
+    def run(self) -> None:
+        info = None
+        fi = 0
+        if self.ctx.mapped:
+            m = self.ctx.mapped[0]
+            sf = self.project.source(m.rel_path)
+            if sf is not None:
+                info = self._backward_call(sf, m.line)
+        if info is None:
+            self._per_sample_returns()
+            return
+        kind, call, recv = info
+        scope = sf.scope_of(call)
+        crash_line = call.lineno
+        if self._already_scalar(sf, scope, kind, call, recv, fi):
+            return
+        if kind == "autograd-grad":
+            self.ctx.add(sf, call.lineno, call.col_offset, "autograd-grad",
+                      "torch.autograd.grad is given a non-scalar output without grad_outputs.", 0.9)
+            if isinstance(recv, ast.Name):
+                a = self.last_assign(sf, scope, recv.id, crash_line)
+                if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None:
+                    self.ctx.add(sf, a.lineno, value_col(sf, a), "loss-assignment",
+                              f"'{recv.id}' is assigned a non-scalar value here.", 0.4)
+            return
+        recv_reason = (f"backward() is called on '{src(sf, recv)}', which is not a scalar; reduce it "
+                       f"(e.g. .mean()) or pass a gradient.")
+        crit = self._crit_origin(sf, scope, recv, crash_line, recv, frame_i=fi)
+        assign = None
+        if isinstance(recv, ast.Name):
+            a = self.last_assign(sf, scope, recv.id, crash_line)
+            if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None and \
+                    not (isinstance(a, ast.Assign) and not isinstance(a.targets[0], ast.Name)):
+                assign = a
+        scalar = isinstance(recv, ast.Name) and self.scalar_used(sf, scope, recv.id)
+        loss_returns = self._loss_fn_returns(sf, scope, assign) if crit is None and assign is not None else []
+        if loss_returns:
+            unreduced = []
+            for rsf, ret in loss_returns:
+                red = self._reduced_origin(rsf, rsf.scope_of(ret), ret.value, ret.lineno + 1)
+                if red is not None:
+                    self._note_reduced(red)
+                else:
+                    unreduced.append((rsf, ret))
+            loss_returns = unreduced or loss_returns
+            for rsf, ret in loss_returns:
+                self.ctx.add(rsf, ret.lineno, ret.value.col_offset, "per-sample-return",
+                          f"{func_name(rsf, ret)} returns a loss that is not reduced to a scalar; "
+                          f"backward() is called on it at {sf.rel}:{call.lineno}.", 0.9)
+            self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
+                      f"'{recv.id}' is assigned the unreduced loss here.", 0.6)
+            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.5)
+        elif crit is not None:
+            csf, kw = crit
+            self.ctx.add(csf, kw.lineno, kw.col_offset, "criterion-reduction",
+                      "The loss comes from a criterion built with reduction='none', so it holds one value "
+                      "per sample; nothing else uses the per-sample values.", 0.9)
+            if assign is not None:
+                self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
+                          f"'{recv.id}' is assigned the per-sample loss here.", 0.6)
+            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.5)
+        elif scalar and assign is not None:
+            self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
+                      f"'{recv.id}' is used as a scalar elsewhere (e.g. .item() or printing) but is assigned "
+                      f"a non-scalar value here.", 0.9)
+            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.6)
+        else:
+            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.9)
+            if assign is not None:
+                self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
+                          f"'{recv.id}' is assigned a non-scalar value here.", 0.6)
+        if self.ctx.diag.field("dtype"):
+            self.ctx.notes.append(f"The output is complex ({self.ctx.diag.field('dtype')}); backward() needs a real "
+                              f"scalar, e.g. .abs().mean() or .real.")
+
+    def _crit_origin(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int,
+                     consumer: ast.AST, depth: int = 0, frame_i: int = -1
+                     ) -> Optional[Tuple[SourceFile, ast.keyword]]:
+        """Where expr comes straight from a criterion with reduction='none' (and is used nowhere else)."""
+        if depth > MAX_DEPTH or expr is None:
+            return None
+        if isinstance(expr, ast.Call):
+            kw = keyword(expr, "reduction")
+            if kw is not None:
+                return (sf, kw) if const_str(kw.value) == "none" else None
+            ctor = self.ctor_value(sf, scope, expr.func, line) if isinstance(expr.func, (ast.Name, ast.Attribute)) else None
+            if ctor is not None and isinstance(unwrap_chain(ctor[1]), ast.Call):
+                kw = keyword(unwrap_chain(ctor[1]), "reduction")  # type: ignore[arg-type]
+                if kw is not None and const_str(kw.value) == "none":
+                    return ctor[0], kw
+            for csf, fn in self.callees(sf, scope, expr, line, wide=True):
+                for ret in returns(fn):
+                    found = self._crit_origin(csf, fn, ret.value, ret.lineno + 1, ret.value, depth + 1)
+                    if found is not None:
+                        return found
+            return None
+        if isinstance(expr, ast.Name):
+            a = self.last_assign(sf, scope, expr.id, line)
+            if a is None:
+                if frame_i >= 0 and isinstance(scope, FUNC_TYPES) and is_param(scope, expr.id):
+                    return self._crit_from_caller(scope, expr.id, frame_i, depth)
+                return None
+            if not isinstance(a, (ast.Assign, ast.AnnAssign)) or a.value is None:
+                return None
+            if isinstance(a, ast.Assign) and not (len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)):
+                return None
+            if not self.only_consumed(sf, scope, expr.id, a, consumer):
+                return None
+            return self._crit_origin(sf, scope, a.value, a.lineno, a.value, depth + 1)
+        return None
+
+    def _crit_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
+        """Follow a parameter of the crash function to the argument its caller passed."""
+        found = self.caller_argument(fn, param, frame_i)
+        if found is None:
+            return None
+        osf, call, arg, line = found
+        return self._crit_origin(osf, osf.scope_of(call), arg, line, arg, depth + 1, frame_i + 1)
+
+    def _backward_call(self, sf: SourceFile, line: int):
+        """(kind, call, receiver) for the backward/autograd.grad call on the statement at line."""
+        stmt = sf.stmt_at(line)
+        if stmt is None:
+            return None
+        found = []
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            info = classify_backward(node)
+            if info is not None:
+                found.append((0 if node.lineno == line else 1, node.lineno, node.col_offset, info, node))
+        if not found:
+            return None
+        found.sort(key=lambda t: t[:3])
+        kind, recv = found[0][3]
+        return kind, found[0][4], recv
+
+    def _already_scalar(self, sf: SourceFile, scope: ast.AST, kind: str, call: ast.Call, recv: ast.AST,
+                        frame_i: int) -> bool:
+        """The backward call on the crash line already gets a scalar (or a gradient): note it, True."""
+        given = _given_gradient(call, kind)
+        if given is not None:
+            what = "grad_outputs= to torch.autograd.grad" if kind == "autograd-grad" else "a gradient to backward()"
+            self.ctx.notes.append(f"{sf.rel}:{given.lineno} already passes {what}; {FIXED_SINCE}.")
+            return True
+        red = self._reduced_origin(sf, scope, recv, call.lineno, frame_i=frame_i)
+        if red is not None:
+            self._note_reduced(red)
+            return True
+        return False
+
+    def _note_reduced(self, red: Tuple[SourceFile, ast.AST]) -> None:
+        rsf, node = red
+        self.ctx.notes.append(f"{rsf.rel}:{node.lineno} already reduces the loss to a scalar; {FIXED_SINCE}.")
+
+    def _reduced_origin(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int, depth: int = 0,
+                        frame_i: int = -1) -> Optional[Tuple[SourceFile, ast.AST]]:
+        """Where expr is certainly reduced to a scalar (.mean()/.sum(), a criterion with a mean/sum
+        reduction), following names, project functions and the crash function's caller; else None."""
+        if depth > MAX_DEPTH or expr is None:
+            return None
+        if isinstance(expr, ast.IfExp):
+            a = self._reduced_origin(sf, scope, expr.body, line, depth + 1, frame_i)
+            b = self._reduced_origin(sf, scope, expr.orelse, line, depth + 1, frame_i)
+            return a if a is not None and b is not None else None
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            return self._reduced_origin(sf, scope, expr.operand, line, depth + 1, frame_i)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+            sides = []
+            for side in (expr.left, expr.right):
+                if self.is_number(sf, scope, side, line):
+                    continue
+                r = self._reduced_origin(sf, scope, side, line, depth + 1, frame_i)
+                if r is None:
+                    return None
+                sides.append(r)
+            return sides[0] if sides else None
+        if isinstance(expr, ast.Name):
+            a = self.last_assign(sf, scope, expr.id, line)
+            if a is None:
+                if frame_i >= 0 and isinstance(scope, FUNC_TYPES) and is_param(scope, expr.id):
+                    return self._reduced_from_caller(scope, expr.id, frame_i, depth)
+                return None
+            if isinstance(a, ast.AugAssign) and isinstance(a.op, (ast.Add, ast.Sub)):
+                r = self._reduced_origin(sf, scope, a.value, a.lineno, depth + 1)
+                if r is None:
+                    return None
+                prev = ast.Name(id=expr.id, ctx=ast.Load())
+                if self.is_number(sf, scope, prev, a.lineno) or \
+                        self._reduced_origin(sf, scope, prev, a.lineno, depth + 1) is not None:
+                    return r
+                return None
+            if not isinstance(a, (ast.Assign, ast.AnnAssign)) or a.value is None:
+                return None
+            if isinstance(a, ast.Assign) and not (len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)):
+                return None
+            return self._reduced_origin(sf, scope, a.value, a.lineno, depth + 1)
+        if not isinstance(expr, ast.Call):
+            return None
+        func = expr.func
+        name = last_name(func)
+        if isinstance(func, ast.Attribute):
+            if name in ("mean", "sum") and not expr.args and _no_dim(expr):
+                return sf, expr
+            if name in SCALAR_KEEP_METHODS and not (name == "squeeze" and expr.args):
+                return self._reduced_origin(sf, scope, func.value, line, depth + 1, frame_i)
+        full = self.full_name(sf, func)
+        if full in ("torch.mean", "torch.sum") and len(expr.args) == 1 and _no_dim(expr):
+            return sf, expr
+        if full.startswith("torch.nn.functional."):
+            fname = full.rsplit(".", 1)[-1]
+            if fname in FUNCTIONAL_LOSSES or fname.endswith("_loss"):
+                return (sf, expr) if _reduces(expr) else None
+            return None
+        if isinstance(func, (ast.Name, ast.Attribute)) and not full.startswith("torch."):
+            ctor = self.ctor_value(sf, scope, func, line)
+            if ctor is not None:
+                csf, value = ctor
+                value = unwrap_chain(value)
+                if isinstance(value, ast.Call) and self.resolve_class(csf, value.func) is None:
+                    cname = self.full_name(csf, value.func)
+                    if cname.startswith("torch.nn.") and cname.endswith("Loss"):
+                        return (csf, value) if _reduces(value) else None
+        callees = self.callees(sf, scope, expr, line, wide=True)
+        if not callees:
+            return None
+        found = None
+        for csf, fn in callees:
+            rets = [r for r in returns(fn) if not isinstance(r.value, ast.Constant)]
+            if not rets:
+                return None
+            for ret in rets:
+                r = self._reduced_origin(csf, fn, ret.value, ret.lineno + 1, depth + 1)
+                if r is None:
+                    return None
+                found = found or r
+        return found
+
+    def _reduced_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
+        found = self.caller_argument(fn, param, frame_i)
+        if found is None:
+            return None
+        osf, call, arg, line = found
+        return self._reduced_origin(osf, osf.scope_of(call), arg, line, depth + 1, frame_i + 1)
+
+    def _loss_fn_returns(self, sf: SourceFile, scope: ast.AST, assign: ast.AST
+                         ) -> List[Tuple[SourceFile, ast.Return]]:
+        """Returns of a compute_loss/training_step-like project function the loss was assigned from."""
+        value = getattr(assign, "value", None)
+        if not isinstance(value, ast.Call):
+            return []
+        out: List[Tuple[SourceFile, ast.Return]] = []
+        for csf, fn in self.callees(sf, scope, value, assign.lineno, wide=True):
+            if getattr(fn, "name", "") not in LOSS_FN_NAMES:
+                continue
+            out.extend((csf, r) for r in returns(fn) if not isinstance(r.value, ast.Constant))
+        return out
+
+    def _per_sample_returns(self) -> None:
+        """The crash is inside a library (Lightning, a Trainer): look at training_step/compute_loss."""
+        self.ctx.library_note()
+        needles = tuple("def " + n for n in sorted(LOSS_FN_NAMES))
+        found: List[Tuple[float, SourceFile, ast.Return, Optional[Tuple[SourceFile, ast.keyword]]]] = []
+        for rel in self.project.py_files(needles):
+            if self.ctx.over_budget():
+                break
+            sf = self.project.source(rel)
+            if sf is None:
+                continue
+            for fn in sf.functions():
+                if fn.name not in LOSS_FN_NAMES:
+                    continue
+                for ret in returns(fn):
+                    if isinstance(ret.value, ast.Constant):
+                        continue
+                    value = ret.value
+                    red = self._reduced_origin(sf, fn, value, ret.lineno + 1)
+                    if red is not None:
+                        self._note_reduced(red)
+                        continue
+                    crit = self._crit_origin(sf, fn, value, ret.lineno + 1, value)
+                    if crit is None and isinstance(value, ast.IfExp):
+                        crit = self._crit_origin(sf, fn, value.orelse, ret.lineno + 1, value.orelse)
+                    found.append((0.9 if crit else 0.5, sf, ret, crit))
+        for score, sf, ret, crit in found:
+            self.ctx.add(sf, ret.lineno, ret.value.col_offset, "per-sample-return",
+                      f"{func_name(sf, ret)} returns a loss that is not reduced to a scalar; the library "
+                      f"calls backward() on it.", score)
+            if crit is not None:
+                csf, kw = crit
+                self.ctx.add(csf, kw.lineno, kw.col_offset, "criterion-reduction",
+                          "The returned loss comes from a criterion built with reduction='none'.", score - 0.2)
+
+
+def _no_dim(call: ast.Call) -> bool:
+    """No dim= (or dim=None / axis=None) given to a reduction."""
+    for name in ("dim", "axis"):
+        kw = keyword(call, name)
+        if kw is not None and not (isinstance(kw.value, ast.Constant) and kw.value.value is None):
+            return False
+    return True
+
+
+def _reduces(call: ast.Call) -> bool:
+    """A torch loss call/constructor whose reduction is mean or sum (the default is mean)."""
+    kw = keyword(call, "reduction")
+    if kw is not None:
+        return const_str(kw.value) in REDUCED_MODES
+    reduce = keyword(call, "reduce")
+    if reduce is not None and not (isinstance(reduce.value, ast.Constant) and reduce.value.value in (True, None)):
+        return False
+    return not any(isinstance(a, ast.Starred) for a in call.args) and \
+        not any(k.arg is None for k in call.keywords)
+
+
+def _given_gradient(call: ast.Call, kind: str) -> Optional[ast.AST]:
+    """The gradient / grad_outputs argument already passed to a backward-like call, if any."""
+    def real(node: Optional[ast.AST]) -> bool:
+        return node is not None and not (isinstance(node, ast.Constant) and node.value is None) and \
+            not isinstance(node, ast.Starred)
+    if kind == "autograd-grad":
+        kw = keyword(call, "grad_outputs")
+        if kw is not None:
+            return kw.value if real(kw.value) else None
+        return call.args[2] if len(call.args) >= 3 and real(call.args[2]) else None
+    for name in ("gradient", "grad_tensors"):
+        kw = keyword(call, name)
+        if kw is not None:
+            return kw.value if real(kw.value) else None
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "backward":
+        d = dotted(func.value)
+        if d.endswith("autograd") or d == "torch":
+            return call.args[1] if len(call.args) >= 2 and real(call.args[1]) else None
+        if call.args and last_name(func.value) in ACCEL_NAMES:
+            return None
+        return call.args[0] if call.args and real(call.args[0]) else None
+    return None

@@ -1,0 +1,478 @@
+"""Shared value tracing over the user's source (``ast``), used by every family's locate module.
+
+Where a value comes from (assignments, constructor calls, ``self`` attributes, module instances,
+project functions and methods it may run, the caller's argument for a parameter) and how it is used
+afterwards (as a number: ``.item()``, ``float()``, formatting, logging).  Reads source, never writes.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Tuple
+
+from tracefix.pysource import FUNC_TYPES, SourceFile, const_str, dotted, keyword, last_name, own_nodes
+
+MAX_DEPTH = 6
+ACCEL_NAMES = {"accelerator", "fabric", "engine", "model_engine", "deepspeed", "ds_engine", "strategy",
+               "precision", "trainer", "booster"}
+LOG_CALLS = {"print", "info", "debug", "warning", "warn", "error", "log", "write", "format",
+             "set_postfix", "set_description", "add_scalar", "add_scalars", "log_metrics",
+             "log_dict", "isnan", "isinf", "isfinite", "float", "int", "round", "str", "repr"}
+SCALAR_ATTRS = {"item", "tolist", "__float__"}
+PASS_ATTRS = {"detach", "cpu", "data", "clone", "float", "double", "numpy"}
+
+
+class Tracer:
+    """Value tracing bound to one locate run (``ctx``: the project, the mapped frames)."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.project = ctx.project
+
+    def assignments(self, sf: SourceFile, scope: ast.AST, name: str) -> List[ast.stmt]:
+        key = ("assign", id(scope))
+        table = sf.memo.get(key)
+        if table is None:
+            table = {}
+            for node in sf.own(scope):
+                names: List[str] = []
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            names.append(t.id)
+                        elif isinstance(t, (ast.Tuple, ast.List)):
+                            names.extend(e.id for e in t.elts if isinstance(e, ast.Name))
+                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+                    names.append(node.target.id)
+                elif isinstance(node, ast.NamedExpr):
+                    names.append(node.target.id)
+                for n in names:
+                    table.setdefault(n, []).append(node)
+            for lst in table.values():
+                lst.sort(key=lambda n: (n.lineno, n.col_offset))
+            sf.memo[key] = table
+        return table.get(name, [])  # type: ignore[union-attr]
+
+    def last_assign(self, sf: SourceFile, scope: ast.AST, name: str, line: int) -> Optional[ast.AST]:
+        before = [a for a in self.assignments(sf, scope, name) if a.lineno < line]
+        if before:
+            return before[-1]
+        if not isinstance(scope, ast.Module) and sf.tree is not None:
+            mod = [a for a in self.assignments(sf, sf.tree, name)]
+            if mod and not is_param(scope, name):
+                return mod[-1]
+        return None
+
+    def ctor_value(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int,
+                    depth: int = 0) -> Optional[Tuple[SourceFile, ast.AST]]:
+        """The expression an object (a name, self.attr, self.a.b) was built from."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Name):
+            a = self.last_assign(sf, scope, expr.id, line)
+            if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None:
+                if isinstance(a, ast.Assign) and not any(isinstance(t, ast.Name) for t in a.targets):
+                    return None
+                value = a.value
+                if isinstance(value, ast.Name) and value.id != expr.id:
+                    return self.ctor_value(sf, scope, value, a.lineno, depth + 1) or (sf, value)
+                return sf, value
+            return None
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = sf.class_of(scope) if not isinstance(scope, ast.ClassDef) else scope
+            if cls is None:
+                return None
+            table = sf.memo.get(("self-attrs", id(cls)))
+            if table is None:
+                table = {}
+                for node in ast.walk(cls):
+                    targets: List[ast.AST] = []
+                    if isinstance(node, ast.Assign):
+                        targets = list(node.targets)
+                    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                        targets = [node.target]
+                    for t in targets:
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            fn = sf.scope_of(node)
+                            if t.attr not in table or getattr(fn, "name", "") == "__init__":
+                                table[t.attr] = node.value
+                sf.memo[("self-attrs", id(cls))] = table
+            value = table.get(expr.attr)  # type: ignore[union-attr]
+            return (sf, value) if value is not None else None
+        if isinstance(expr, ast.Attribute):
+            # obj.attr where obj is a local-class instance: look in that class
+            inner = self.ctor_value(sf, scope, expr.value, line, depth + 1)
+            if inner is not None:
+                cls = self.class_of_value(*inner)
+                if cls is not None:
+                    csf, cdef = cls
+                    init = method(cdef, "__init__") or cdef
+                    fake = ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=expr.attr, ctx=ast.Load())
+                    return self.ctor_value(csf, init, fake, 10 ** 9, depth + 1)
+        return None
+
+    def class_of_value(self, sf: SourceFile, value: ast.AST) -> Optional[Tuple[SourceFile, ast.ClassDef]]:
+        """The project class whose constructor call value is (through .to()/.cuda() chains)."""
+        value = unwrap_chain(value)
+        if not isinstance(value, ast.Call):
+            return None
+        return self.resolve_class(sf, value.func)
+
+    def resolve_class(self, sf: SourceFile, func: ast.AST) -> Optional[Tuple[SourceFile, ast.ClassDef]]:
+        found = self.resolve_def(sf, func)
+        if found is not None and isinstance(found[1], ast.ClassDef):
+            return found  # type: ignore[return-value]
+        return None
+
+    def resolve_def(self, sf: SourceFile, func: ast.AST) -> Optional[Tuple[SourceFile, ast.AST]]:
+        """A module-level project def/class referred to by Name or module.attr."""
+        if isinstance(func, ast.Name):
+            return self.project.lookup(sf.rel, func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            imp = sf.imports().get(func.value.id)
+            if imp is not None:
+                module, attr, level = imp
+                mod = module if attr is None else (f"{module}.{attr}" if module else attr)
+                target = self.project.resolve_module(sf.rel, mod, level)
+                if target is not None:
+                    return self.project.lookup(target, func.attr)
+        return None
+
+    def module_call(self, sf: SourceFile, scope: ast.AST, func: ast.AST, line: int
+                     ) -> List[Tuple[SourceFile, ast.AST]]:
+        """``func`` holds an instance of a project class: calling it runs its forward/__call__."""
+        ctor = self.ctor_value(sf, scope, func, line)
+        if ctor is not None:
+            cls = self.class_of_value(*ctor)
+            if cls is not None:
+                m = method(cls[1], "forward") or method(cls[1], "__call__")
+                if m is not None:
+                    return [(cls[0], m)]
+        return []
+
+    def callees(self, sf: SourceFile, scope: ast.AST, call: ast.Call, line: int, wide: bool = False
+                 ) -> List[Tuple[SourceFile, ast.AST]]:
+        """Project functions a call may run (for following return values)."""
+        func = call.func
+        out: List[Tuple[SourceFile, ast.AST]] = []
+        if isinstance(func, ast.Name):
+            nested = [n for n in sf.own(scope) if isinstance(n, FUNC_TYPES) and n.name == func.id]
+            if nested:
+                return [(sf, nested[-1])]
+            d = self.resolve_def(sf, func)
+            if d is not None:
+                if isinstance(d[1], FUNC_TYPES):
+                    return [d]
+                return []  # a class: construction
+            return self.module_call(sf, scope, func, line)
+        if not isinstance(func, ast.Attribute):
+            return []
+        recv = func.value
+        if isinstance(recv, ast.Name) and recv.id == "self":
+            cls = sf.class_of(scope)
+            if cls is not None:
+                m = method(cls, func.attr)
+                if m is not None:
+                    return [(sf, m)]
+            return self.module_call(sf, scope, func, line)
+        d = self.resolve_def(sf, func)
+        if d is not None:
+            return [d] if isinstance(d[1], FUNC_TYPES) else []
+        ctor = self.ctor_value(sf, scope, recv, line)
+        if ctor is not None:
+            cls = self.class_of_value(*ctor)
+            if cls is not None:
+                m = method(cls[1], func.attr)
+                return [(cls[0], m)] if m is not None else []
+        if func.attr in ("forward", "__call__") or func.attr.startswith("__"):
+            return []
+        # unknown receiver (a parameter): any project method of that name in the closure
+        files = self.project.closure(sf.rel)
+        if wide:
+            files = files + [r for r in self.project.py_files(("def " + func.attr,)) if r not in files]
+        for rel in files:
+            other = self.project.source(rel)
+            if other is not None:
+                out.extend((other, fn) for fn in methods_named(other, func.attr))
+            if len(out) >= 4 or (out and not wide):
+                break
+        return out[:4]
+
+    def is_scalar_use(self, sf: SourceFile, node: ast.AST) -> bool:
+        cur = node
+        while True:
+            p = sf.parent(cur)
+            if isinstance(p, ast.Attribute) and p.attr in PASS_ATTRS:
+                gp = sf.parent(p)
+                cur = gp if isinstance(gp, ast.Call) and gp.func is p else p
+                continue
+            break
+        p = sf.parent(cur)
+        if isinstance(p, ast.Attribute) and p.attr in SCALAR_ATTRS:
+            return True
+        if isinstance(p, ast.Call) and cur is not p.func and last_name(p.func) in LOG_CALLS:
+            return True
+        if isinstance(p, ast.keyword):
+            gp = sf.parent(p)
+            if isinstance(gp, ast.Call) and last_name(gp.func) in LOG_CALLS:
+                return True
+        if isinstance(p, ast.Compare) and all(isinstance(o, (ast.Lt, ast.Gt, ast.LtE, ast.GtE)) for o in p.ops):
+            return True
+        if isinstance(p, ast.BinOp) and isinstance(p.op, ast.Mod) and const_str(p.left) is not None:
+            return True
+        for anc in sf.ancestors(cur):
+            if isinstance(anc, (ast.JoinedStr, ast.FormattedValue)):
+                return True
+            if isinstance(anc, ast.stmt):
+                break
+        return False
+
+    def scalar_used(self, sf: SourceFile, scope: ast.AST, name: str) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                   and self.is_scalar_use(sf, n) for n in sf.own(scope))
+
+    def only_consumed(self, sf: SourceFile, scope: ast.AST, name: str, assign: ast.AST,
+                       consumer: ast.AST) -> bool:
+        """True when the value bound by assign is used only by consumer (and as a scalar)."""
+        later = [a.lineno for a in self.assignments(sf, scope, name) if a.lineno > assign.lineno]
+        stop = min(later) if later else 10 ** 9
+        for n in sf.own(scope):
+            if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
+                continue
+            if n is consumer or not (assign.lineno <= n.lineno <= stop):
+                continue
+            if n.lineno == assign.lineno and contains(assign, n) and not isinstance(assign, ast.AugAssign):
+                continue
+            if self.is_scalar_use(sf, n) or self.is_detached_return(sf, n):
+                continue
+            return False
+        return True
+
+    def is_detached_return(self, sf: SourceFile, node: ast.AST) -> bool:
+        """`return loss.detach()`: handed back for logging, not used for another computation."""
+        cur, detached = node, False
+        while True:
+            p = sf.parent(cur)
+            if isinstance(p, ast.Attribute) and p.attr in PASS_ATTRS:
+                detached = detached or p.attr in ("detach", "data")
+                gp = sf.parent(p)
+                cur = gp if isinstance(gp, ast.Call) and gp.func is p else p
+                continue
+            return detached and isinstance(p, ast.Return)
+
+    def caller_argument(self, fn: ast.AST, param: str, frame_i: int):
+        """(caller file, call, argument node, line) that fed ``param`` of the crash function, or None."""
+        if frame_i + 1 >= len(self.ctx.mapped):
+            return None
+        outer = self.ctx.mapped[frame_i + 1]
+        osf = self.project.source(outer.rel_path)
+        stmt = osf.stmt_at(outer.line) if osf is not None else None
+        if stmt is None:
+            return None
+        for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+            if last_name(call.func) != fn.name:  # type: ignore[attr-defined]
+                continue
+            arg = argument_for(fn, call, param)
+            if arg is not None:
+                return osf, call, arg, outer.line
+        return None
+
+    def is_number(self, sf: SourceFile, scope: ast.AST, node: ast.AST, line: int) -> bool:
+        """A plain Python number: a literal, or a name last assigned one."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return self.is_number(sf, scope, node.operand, line)
+        if isinstance(node, ast.Name):
+            a = self.last_assign(sf, scope, node.id, line)
+            if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None:
+                v = a.value
+                if isinstance(v, ast.Constant):
+                    return isinstance(v.value, (int, float)) and not isinstance(v.value, bool)
+                return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("int", "float", "len")
+        return False
+
+    def full_name(self, sf: SourceFile, func: ast.AST) -> str:
+        """'F.cross_entropy' -> 'torch.nn.functional.cross_entropy' through the file's imports."""
+        d = dotted(func)
+        if not d:
+            return ""
+        head, _, rest = d.partition(".")
+        imp = sf.imports().get(head)
+        if imp is not None and not imp[2]:
+            module, attr, _level = imp
+            base = f"{module}.{attr}" if attr and module else (attr or module)
+            d = f"{base}.{rest}" if rest else base
+        elif head == "F":
+            d = f"torch.nn.functional.{rest}" if rest else d
+        elif head == "nn":
+            d = f"torch.nn.{rest}" if rest else d
+        return d
+
+
+# ---------------------------------------------------------------------------------------------
+# small pure helpers
+def value_col(sf: SourceFile, assign: ast.AST) -> int:
+    """Byte column where the assigned value starts as written (an opening parenthesis included)."""
+    value = assign.value  # type: ignore[attr-defined]
+    col = value.col_offset
+    raw = sf.line_text(value.lineno).encode("utf-8")
+    i = col
+    while i > 0 and raw[i - 1:i] in (b" ", b"\t", b"("):
+        i -= 1
+    if i > 0 and raw[i - 1:i] == b"=":
+        j = i
+        while raw[j:j + 1] == b" ":
+            j += 1
+        return j
+    return col
+
+
+def indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def src(sf: SourceFile, node: ast.AST) -> str:
+    try:
+        seg = ast.get_source_segment(sf.text, node)
+    except Exception:
+        seg = None
+    if seg:
+        return " ".join(seg.split())[:80]
+    try:
+        return ast.unparse(node)[:80]
+    except Exception:
+        return "the value"
+
+
+def func_name(sf: SourceFile, node: ast.AST) -> str:
+    fn = sf.scope_of(node)
+    return f"{getattr(fn, 'name', 'the module')}()" if isinstance(fn, FUNC_TYPES) else "The module"
+
+
+def contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return any(n is inner for n in ast.walk(outer))
+
+
+def is_param(fn: ast.AST, name: str) -> bool:
+    return isinstance(fn, FUNC_TYPES) and name in param_names(fn)
+
+
+def param_names(fn: ast.AST) -> List[str]:
+    a = fn.args  # type: ignore[attr-defined]
+    names = [x.arg for x in getattr(a, "posonlyargs", []) + a.args + a.kwonlyargs]
+    if a.vararg:
+        names.append(a.vararg.arg)
+    if a.kwarg:
+        names.append(a.kwarg.arg)
+    return names
+
+
+def argument_for(fn: ast.AST, call: ast.Call, param: str) -> Optional[ast.AST]:
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    a = fn.args  # type: ignore[attr-defined]
+    positional = [x.arg for x in getattr(a, "posonlyargs", []) + a.args]
+    if positional and positional[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        positional = positional[1:]
+    if param in positional:
+        i = positional.index(param)
+        if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
+            return call.args[i]
+    return None
+
+
+def methods_named(sf: SourceFile, name: str) -> List[ast.AST]:
+    table = sf.memo.get("methods")
+    if table is None:
+        table = {}
+        for fn in sf.functions():
+            if isinstance(sf.parent(fn), ast.ClassDef):
+                table.setdefault(fn.name, []).append(fn)
+        sf.memo["methods"] = table
+    return list(table.get(name, []))  # type: ignore[union-attr]
+
+
+def method(cls: ast.ClassDef, name: str) -> Optional[ast.AST]:
+    found = None
+    for st in cls.body:
+        if isinstance(st, FUNC_TYPES) and st.name == name:
+            found = st
+    return found
+
+
+def returns(fn: ast.AST) -> List[ast.Return]:
+    return sorted((n for n in own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None),
+                  key=lambda n: n.lineno)
+
+
+def unwrap_chain(node: ast.AST) -> ast.AST:
+    """model.to(dev).cuda().train() -> model; Net().to(dev) -> Net()."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("to", "cuda", "cpu", "train", "eval", "float", "requires_grad_", "half",
+                               "bfloat16", "double", "type", "xpu", "mps", "share_memory"):
+        node = node.func.value
+    return node
+
+
+def unwrap_call(node: ast.AST) -> ast.AST:
+    return node.func if isinstance(node, ast.Call) else node
+
+
+def is_true(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def walk_stmt(st: ast.AST):
+    """Nodes of one simple statement, not descending into lambdas/comprehension-scoped defs."""
+    stack = [st]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            stack.append(child)
+
+
+def bound_names(st: ast.AST) -> List[str]:
+    out: List[str] = []
+    targets: List[ast.AST] = []
+    if isinstance(st, ast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, (ast.AnnAssign, ast.AugAssign)):
+        targets = [st.target]
+    for t in targets:
+        if isinstance(t, ast.Name):
+            out.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(e.id for e in t.elts if isinstance(e, ast.Name))
+    return out
+
+
+def classify_backward(call: ast.Call) -> Optional[Tuple[str, ast.AST]]:
+    """('backward-receiver', receiver) or ('autograd-grad', output) for a backward-like call."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr == "backward":
+            recv = func.value
+            d = dotted(recv)
+            if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and recv.func.attr == "scale" \
+                    and recv.args:
+                return "backward-receiver", recv.args[0]
+            if d.endswith("autograd") or d == "torch":
+                return ("backward-receiver", call.args[0]) if call.args else None
+            if call.args and last_name(recv) in ACCEL_NAMES:
+                return "backward-receiver", call.args[0]
+            return "backward-receiver", recv
+        if func.attr == "manual_backward" and call.args:
+            return "backward-receiver", call.args[0]
+        if func.attr == "grad" and dotted(func.value).endswith("autograd"):
+            out = call.args[0] if call.args else (keyword(call, "outputs").value if keyword(call, "outputs") else None)
+            return ("autograd-grad", out) if out is not None else None
+    elif isinstance(func, ast.Name):
+        if func.id == "backward" and call.args:
+            return "backward-receiver", call.args[0]
+        if func.id == "grad" and call.args and len(call.args) >= 2:
+            return "autograd-grad", call.args[0]
+    return None
