@@ -106,10 +106,23 @@ def test_longest_suffix_wins(tmp_path):
 def test_ambiguous_basename_is_flagged(tmp_path):
     write(tmp_path, "pkg_a/utils.py")
     write(tmp_path, "pkg_b/utils.py")
-    m = map_frame(Frame("/app/src/utils.py", 1), tmp_path)
+    m = map_frame(Frame("/app/src/utils.py", 1, "f", "x = 1"), tmp_path)
     assert m is not None
     assert {m.rel_path, *m.ambiguous} == {"pkg_a/utils.py", "pkg_b/utils.py"}
     assert len(m.ambiguous) == 1
+
+
+def test_ambiguous_basename_without_code_maps_to_nothing(tmp_path):
+    write(tmp_path, "pkg_a/utils.py")
+    write(tmp_path, "pkg_b/utils.py")
+    assert map_frame(Frame("/app/src/utils.py", 1), tmp_path) is None
+
+
+def test_only_the_file_that_reads_the_logged_code_maps(tmp_path):
+    write(tmp_path, "exp1/train.py", "loss = f(x)\nloss.mean().backward()\n")
+    write(tmp_path, "exp2/train.py", "loss = f(x)\nloss.backward()\n")
+    m = map_frame(Frame("/cluster/u/exp/train.py", 2, "<module>", "loss.backward()"), tmp_path)
+    assert m is not None and m.rel_path == "exp2/train.py" and not m.ambiguous and not m.changed
 
 
 def test_root_level_file_beats_nested_same_name(tmp_path):
@@ -171,9 +184,14 @@ def test_whitespace_insensitive_code_compare(tmp_path):
     assert m is not None and m.line == 2 and m.shift == 0 and not m.changed
 
 
-def test_changed_file_is_flagged(tmp_path):
+def test_file_found_by_suffix_that_reads_other_code_does_not_map(tmp_path):
     write(tmp_path, "train.py", "a = 1\nb = 2\n")
-    m = map_frame(Frame("/w/train.py", 2, "<module>", "loss.backward()"), tmp_path)
+    assert map_frame(Frame("/w/train.py", 2, "<module>", "loss.backward()"), tmp_path) is None
+
+
+def test_same_path_edited_since_is_flagged(tmp_path):
+    p = write(tmp_path, "train.py", "a = 1\nb = 2\n")
+    m = map_frame(Frame(str(p), 2, "<module>", "loss.backward()"), tmp_path)
     assert m is not None and m.changed and m.line == 2
 
 

@@ -64,10 +64,12 @@ def user_frame(root: Path, rel: str, needle: str, prefix: str = "/workspace/proj
 
 
 def run(root: Path, locate_as: str, frames: Sequence[Frame], message: str,
-        fields: Tuple[Tuple[str, str], ...] = (), anomaly: Sequence[Frame] = (), exc="RuntimeError"):
+        fields: Tuple[Tuple[str, str], ...] = (), anomaly: Sequence[Frame] = (), exc="RuntimeError",
+        search=True):
+    """Locate as `tracefix --root ROOT` does (search=True: the user named the folder)."""
     tb = Traceback(exc_type=exc, message=message, frames=tuple(frames), anomaly_frames=tuple(anomaly))
     diag = Diagnosis(entry_id="x", title="x", confidence=1.0, traceback=tb, fields=fields)
-    out = locate(diag, entry(locate_as), root)
+    out = locate(diag, entry(locate_as), root, search=search)
     assert not any("Could not finish" in n for n in out.notes), out.notes
     return out
 
@@ -802,13 +804,13 @@ def test_notes_for_missing_changed_and_ambiguous(tmp_path):
     write(tmp_path, "train.py", "import torch\n\n\nloss = model(x)\nloss.backward()\n")
     frames = [Frame("/w/gone.py", 3, "<module>", "main()"),
               Frame("/w/train.py", 2, "<module>", "loss.backward()"),   # moved down by 3 lines
-              Frame("/w/src/utils.py", 1, "helper", "y = 2"),           # ambiguous and changed
+              Frame("/w/src/utils.py", 1, "helper", "x = 1"),           # ambiguous
               *TORCH_BACKWARD]
     out = run(tmp_path, "none", frames, NONSCALAR)
     text = " ".join(out.notes)
     assert "gone.py" in text and "not found" in text
     assert "matches several files" in text
-    assert "changed since the log was written" in text
+    assert "changed since the log was written: the logged line 2 is now line 5" in text
     assert out.crash_site.path in ("a/utils.py", "b/utils.py")
 
 

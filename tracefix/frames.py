@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -91,6 +91,8 @@ class MappedFrame:
     shift: int = 0                      # line - frame.line
     changed: bool = False               # the logged code line was not found near the logged line
     ambiguous: Tuple[str, ...] = ()     # other equally good candidates (rel paths)
+    depth: int = 0                      # trailing path components the logged path shares with it
+    whole: bool = False                 # every component of the local path matched
 
 
 class FileIndex:
@@ -221,60 +223,71 @@ def _reanchor(lines: List[str], line: int, code: Optional[str]) -> Tuple[int, bo
 def map_frame(frame: Frame, root: Path, index: Optional[FileIndex] = None) -> Optional[MappedFrame]:
     """The file under root that a logged frame refers to, or None.
 
-    Never returns a file outside root.  When several files share the best suffix the first (sorted)
-    one is returned with the others in ``ambiguous``.
+    Never returns a file outside root.  A file found by path suffix counts only when its line reads
+    what the traceback shows (whitespace-insensitive, re-anchored within a few lines); a frame
+    without a code line maps only when one file fits best.  The path as printed, absolute and
+    inside root, is that very file: it maps even when edited since (``changed``).  When several
+    files fit equally well the first (sorted) is returned with the others in ``ambiguous``.
     """
-    try:
-        return _map_frame(frame, Path(root), index)
-    except (OSError, ValueError, RuntimeError):  # never let a weird path take the run down
+    cands = frame_candidates(frame, root, index)
+    if not cands:
         return None
+    best = cands[0]
+    ties = tuple(c.rel_path for c in cands[1:] if (c.depth, c.whole) == (best.depth, best.whole))
+    if ties and not frame.code:
+        return None                   # nothing in the log tells these files apart
+    return replace(best, ambiguous=ties) if ties else best
 
 
-def _map_frame(frame: Frame, root: Path, index: Optional[FileIndex]) -> Optional[MappedFrame]:
+def frame_candidates(frame: Frame, root: Path, index: Optional[FileIndex] = None) -> List[MappedFrame]:
+    """Every file under root the logged frame may be, best first (see :func:`map_frame`)."""
+    try:
+        return _candidates(frame, Path(root), index)
+    except (OSError, ValueError, RuntimeError):  # never let a weird path take the run down
+        return []
+
+
+def _candidates(frame: Frame, root: Path, index: Optional[FileIndex]) -> List[MappedFrame]:
     path = (frame.path or "").strip()
     if not path or is_notebook_path(path):
-        return None
+        return []
     if path.startswith("<") and path.endswith(">"):
-        return None
+        return []
     if is_library_path(path):
-        return None
+        return []
     index = index or get_index(root)
-    local: Optional[Path] = None
-    ambiguous: Tuple[str, ...] = ()
     windows = "\\" in path or bool(re.match(r"^[A-Za-z]:", path))
-    # 1. the path as printed, when it lies inside root (same machine, or relative to root)
-    if not windows and "\x00" not in path:
-        direct = Path(path)
-        if not direct.is_absolute():
-            direct = index.resolved_root / direct
-        local = index.inside(direct)
-    if local is None:
-        parts = split_log_path(path)
-        cands = index.candidates(parts)
-        cands = [c for c in cands if c[0] > 0]
-        if not cands:
-            return None
-        best = cands[0]
-        ties = [c for c in cands[1:] if c[0] == best[0] and c[1] == best[1]]
-        local = index.inside(index.abs_path("/".join(best[2])))
+    # 1. the absolute path as printed, inside root: the log was written on this machine, from this file
+    if not windows and "\x00" not in path and os.path.isabs(path):
+        local = index.inside(Path(path))
+        if local is not None:
+            return [_mapped(frame, local, index, depth=len(split_log_path(path)), whole=True, same_file=True)]
+    # 2. by path suffix (another machine, a container, a relative path): the code must agree
+    parts = split_log_path(path)
+    out: List[MappedFrame] = []
+    for depth, whole, cand in index.candidates(parts):
+        if depth <= 0:
+            continue
+        local = index.inside(index.abs_path("/".join(cand)))
         if local is None:
-            # best candidate is a symlink out of root or vanished: try the next ones
-            for c in cands[1:]:
-                local = index.inside(index.abs_path("/".join(c[2])))
-                if local is not None:
-                    best = c
-                    break
-            if local is None:
-                return None
-        ambiguous = tuple("/".join(c[2]) for c in ties if c[2] != best[2])
+            continue                  # a symlink out of root, or gone
+        m = _mapped(frame, local, index, depth=depth, whole=whole, same_file=False)
+        if m is not None:
+            out.append(m)
+    return out
+
+
+def _mapped(frame: Frame, local: Path, index: FileIndex, depth: int, whole: bool,
+            same_file: bool) -> Optional[MappedFrame]:
     rel = local.relative_to(index.resolved_root).as_posix()
-    line = frame.line
-    shift, changed = 0, False
+    line, shift, changed = frame.line, 0, False
     if frame.code:
         lines = _read_lines(local)
-        if lines is not None:
-            new_line, changed = _reanchor(lines, frame.line, frame.code)
-            shift = new_line - frame.line
-            line = new_line
+        if lines is None:
+            return None if not same_file else MappedFrame(frame, local, rel, line, depth=depth, whole=whole)
+        line, changed = _reanchor(lines, frame.line, frame.code)
+        shift = line - frame.line
+        if changed and not same_file:
+            return None               # this file does not read what the traceback shows
     return MappedFrame(frame=frame, local_path=local, rel_path=rel, line=line, shift=shift,
-                       changed=changed, ambiguous=ambiguous)
+                       changed=changed, depth=depth, whole=whole)

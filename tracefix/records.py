@@ -58,6 +58,7 @@ class FixSite(Site):
     reason: str = ""
     kind: str = ""
     score: float = 0.0           # higher ranks first
+    searched: bool = False       # found by searching the project, not from the log's frames: a candidate
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from tracefix.frames import FileIndex, MappedFrame, _read_lines, _reanchor, is_library_path, is_notebook_path, map_frame
+from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, is_library_path,
+                             is_notebook_path)
 from tracefix.locator.tracing import indent
 from tracefix.pysource import Project, SourceFile
 from tracefix.records import Diagnosis, FixSite, Site
@@ -40,10 +41,13 @@ def family(name: str) -> Optional[Strategy]:
     return _FAMILIES[name]
 
 
-def locate(diag: Diagnosis, entry, root: Path) -> Diagnosis:
-    """Return diag with crash_site, fix_sites (best first) and notes filled in.  Never raises."""
+def locate(diag: Diagnosis, entry, root: Path, search: Optional[bool] = None) -> Diagnosis:
+    """Return diag with crash_site, fix_sites (best first) and notes filled in.  Never raises.
+
+    ``search``: may the project be searched when no frame of the log maps (None: when root is a
+    project, :func:`is_project`)."""
     try:
-        return LocateContext(diag, entry, Path(root)).run()
+        return LocateContext(diag, entry, Path(root), search).run()
     except Exception as exc:  # the locator must never take the run down
         return replace(diag, notes=tuple(diag.notes) + (
             f"Could not finish locating the fix site ({type(exc).__name__}: {exc}).",))
@@ -52,31 +56,47 @@ def locate(diag: Diagnosis, entry, root: Path) -> Diagnosis:
 class LocateContext:
     """One diagnosis being located: the project, the mapped frames, the notes and fix sites found."""
 
-    def __init__(self, diag: Diagnosis, entry, root: Path):
+    def __init__(self, diag: Diagnosis, entry, root: Path, search: Optional[bool] = None):
         self.diag = diag
         self.entry = entry
         self.strategy = getattr(entry, "locate", "none") if entry is not None else "none"
         self.root = root
-        self.index = FileIndex(root)
-        self.project = Project(self.index)
+        # Searching beyond the traceback's own files: only in a project (or a --root named by the user).
+        self.search_allowed = is_project(root) if search is None else search
+        self._index: Optional[FileIndex] = None
+        self._project: Optional[Project] = None
         self.notes: List[str] = []
         self.sites: List[FixSite] = []
         self.mapped: List[MappedFrame] = []          # user frames that map, innermost first
         self.anomaly_mapped: List[MappedFrame] = []
-        self.library_search = False
+        self.foreign = False                         # the log's own frames are not under root
+        self.searched = False                        # fix sites come from a search of the project
         self.deadline = time.monotonic() + TIME_BUDGET_S
         self.out_of_time = False
 
+    @property
+    def index(self) -> FileIndex:
+        """Built on first use: a bare message outside a project never walks the folder."""
+        if self._index is None:
+            self._index = FileIndex(self.root)
+            if self._index.truncated:
+                self.notes.append(f"The project has more than {len(self._index.files)} files; only the first "
+                                  f"{len(self._index.files)} were indexed.")
+        return self._index
+
+    @property
+    def project(self) -> Project:
+        if self._project is None:
+            self._project = Project(self.index)
+        return self._project
+
     def run(self) -> Diagnosis:
-        if not self.index.resolved_root.is_dir():
+        if not Path(self.root).is_dir():
             self.notes.append(f"The project root {self.root} is not a folder; no source was searched.")
             return replace(self.diag, notes=tuple(self.diag.notes) + tuple(self.notes))
-        if self.index.truncated:
-            self.notes.append(f"The project has more than {len(self.index.files)} files; only the first "
-                              f"{len(self.index.files)} were indexed.")
         tb = self.diag.traceback
         self.mapped = self._map_frames(tb.frames, report=True)
-        self.anomaly_mapped = self._map_frames(tb.anomaly_frames, report=False)
+        self.anomaly_mapped = self._map_frames(tb.anomaly_frames, report=False) if self.mapped else []
         crash_site = None
         if self.mapped:
             m = self.mapped[0]
@@ -85,7 +105,7 @@ class LocateContext:
             crash_site = Site(path=m.rel_path, line=m.line, code=code, local_path=str(m.local_path),
                               col=indent(sf.line_text(m.line)) if sf else 0)
         strategy = family(self.strategy)
-        if strategy is not None:
+        if strategy is not None and not self.foreign:
             strategy(self)
             # The crash file's name matched several files equally well: analyse each, so that the
             # competing fix sites tie and nothing is applied on a guess.
@@ -95,8 +115,9 @@ class LocateContext:
                     self.mapped = [alt] + saved[1:]
                     strategy(self)
                 self.mapped = saved
-        for rel, err in sorted(self.project.errors.items()):
-            self.notes.append(f"{rel} {err}; it was skipped.")
+        if self._project is not None:
+            for rel, err in sorted(self._project.errors.items()):
+                self.notes.append(f"{rel} {err}; it was skipped.")
         sites = rank(self.sites)
         notes = tuple(dict.fromkeys(list(self.diag.notes) + self.notes))
         return replace(self.diag, crash_site=crash_site, fix_sites=tuple(sites), notes=notes)
@@ -128,24 +149,43 @@ class LocateContext:
         return ""
 
     def _map_frames(self, frames: Sequence, report: bool) -> List[MappedFrame]:
-        out: List[MappedFrame] = []
+        """User frames that map to files under root, innermost first (see :func:`frame_candidates`).
+
+        Where a frame fits several files, the one in the folder that also holds the other frames'
+        files wins; a frame without a code line that still fits several maps to none."""
+        user = []
         for fr in reversed(tuple(frames)):
             path = fr.path or ""
-            if is_library_path(path):
+            if is_library_path(path) or not path or (path.startswith("<") and path.endswith(">")):
                 continue
             if is_notebook_path(path):
                 if report:
                     self.notes.append(f"The frame {path} is notebook or interactive code; it cannot be "
                                       f"mapped to a file under the root.")
                 continue
-            m = map_frame(fr, self.root, self.index)
-            if m is None:
-                if report and path and not (path.startswith("<") and path.endswith(">")):
-                    self.notes.append(f"{path} (from the log) was not found under {self.root}.")
+            user.append(fr)
+        cands = [frame_candidates(fr, self.root, self.index) for fr in user]
+        out: List[MappedFrame] = []
+        missing: List[str] = []
+        for i, (fr, cs) in enumerate(zip(user, cands)):
+            if not cs:
+                missing.append(fr.path)
                 continue
+            others = [c for j, c in enumerate(cands) if j != i and c]
+            keyed = sorted(cs, key=lambda c: (-c.depth, not c.whole, -_agreement(c, others)))
+            best = keyed[0]
+            tier = (best.depth, best.whole, _agreement(best, others))
+            ties = tuple(c.rel_path for c in keyed[1:] if (c.depth, c.whole, _agreement(c, others)) == tier)
+            if ties and not fr.code:
+                if report:
+                    self.notes.append(f"{fr.path} (from the log) matches several files "
+                                      f"({', '.join((best.rel_path,) + ties)}) and the log shows no code to tell "
+                                      f"them apart; none was used.")
+                continue
+            m = replace(best, ambiguous=ties) if ties else best
             if report:
                 if m.ambiguous:
-                    self.notes.append(f"{path} matches several files ({', '.join((m.rel_path,) + m.ambiguous)}); "
+                    self.notes.append(f"{fr.path} matches several files ({', '.join((m.rel_path,) + m.ambiguous)}); "
                                       f"{m.rel_path} was used.")
                 if m.changed:
                     self.notes.append(f"{m.rel_path} changed since the log was written: line {fr.line} no "
@@ -154,6 +194,15 @@ class LocateContext:
                     self.notes.append(f"{m.rel_path} changed since the log was written: the logged line "
                                       f"{fr.line} is now line {m.line}.")
             out.append(m)
+        if report:
+            if user and not out:
+                self.foreign = True
+                shown = ", ".join(f"{_base(fr.path)}:{fr.line}" for fr in user[:3])
+                self.notes.append(f"The log does not come from the files under {self.root}: no file there reads "
+                                  f"what its frames show ({shown}); nothing is proposed.")
+            else:
+                for path in missing:
+                    self.notes.append(f"{path} (from the log) was not found under {self.root}.")
         return out
 
     def add(self, sf: SourceFile, line: int, col: int, kind: str, reason: str, score: float) -> None:
@@ -165,7 +214,7 @@ class LocateContext:
             col = max(col, 0)
         self.sites.append(FixSite(path=sf.rel, line=line, code=text.strip(),
                                   local_path=str(sf.path), col=col, reason=reason, kind=kind,
-                                  score=round(score, 3)))
+                                  score=round(score, 3), searched=self.searched))
 
     def crash_closure(self) -> List[str]:
         if not self.mapped:
@@ -178,12 +227,36 @@ class LocateContext:
         return files
 
     def search_files(self, needles: Tuple[str, ...] = ()) -> List[str]:
-        """The crash file's import closure, or every project file when no user frame maps."""
-        files = self.crash_closure()
-        if not files:
-            self.library_note()
-            return self.project.py_files(needles)
+        """The crash file's import closure, or (see :meth:`project_files`) the project's files."""
+        return self.crash_closure() or self.project_files(needles)
+
+    def project_files(self, needles: Tuple[str, ...] = ()) -> List[str]:
+        """Every project file holding one of ``needles``, for a search beyond the traceback's files.
+
+        None when the log's own frames are not under root.  Without a mapped frame (a crash inside
+        a library, a bare message) only a project is searched, and what is found there is a
+        candidate (:attr:`FixSite.searched`) that ``--apply`` writes only with ``--pick``."""
+        if self.foreign:
+            return []
+        if not self.mapped:
+            if not self.search_allowed:
+                self._note_once(f"{self.root} is not a project (no .git, pyproject.toml, setup.py, setup.cfg or "
+                                f"requirements*.txt), so it was not searched; pass --root DIR to search a folder.")
+                return []
+            self.searched = True
+            where = ("The crash happened inside a library" if self.diag.traceback.frames
+                     else "The log shows the message without its stack frames")
+            self._note_once(f"{where}; the project was searched, and the fix sites found that way are candidates "
+                            f"(apply one with --pick N).")
+        files = self.project.py_files(needles)
+        if len(files) > MAX_SEARCH_FILES:
+            self._note_once(f"Only the first {MAX_SEARCH_FILES} of {len(files)} matching files were searched.")
+            files = files[:MAX_SEARCH_FILES]
         return files
+
+    def _note_once(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def over_budget(self) -> bool:
         if not self.out_of_time and time.monotonic() > self.deadline:
@@ -191,10 +264,42 @@ class LocateContext:
             self.notes.append("The project is large; the search for fix sites stopped early and may be incomplete.")
         return self.out_of_time
 
-    def library_note(self) -> None:
-        if not self.library_search:
-            self.library_search = True
-            self.notes.append("The crash happened inside a library; all project files were searched.")
+
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+MAX_SEARCH_FILES = 2000
+
+
+def is_project(root: Path) -> bool:
+    """Does root look like a project (not $HOME or /tmp)?  A VCS folder, packaging or requirements file."""
+    root = Path(root)
+    try:
+        if any((root / m).exists() for m in PROJECT_MARKERS):
+            return True
+        return any(root.glob("requirements*.txt"))
+    except OSError:
+        return False
+
+
+def _agreement(cand: MappedFrame, others: List[List[MappedFrame]]) -> int:
+    """How much the other frames' files share cand's folder (a monorepo: the right experiment)."""
+    here = cand.rel_path.split("/")[:-1]
+    total = 0
+    for cs in others:
+        best = 0
+        for c in cs:
+            there = c.rel_path.split("/")[:-1]
+            n = 0
+            for a, b in zip(here, there):
+                if a != b:
+                    break
+                n += 1
+            best = max(best, n + (1 if len(here) == len(there) == n else 0))
+        total += best
+    return total
+
+
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def rank(sites: Iterable[FixSite]) -> List[FixSite]:

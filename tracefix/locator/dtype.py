@@ -41,8 +41,6 @@ class HalfParams(Tracer):
     def run(self) -> None:
         bf16 = self.bf16
         closure = set(self.ctx.crash_closure())
-        if not closure:
-            self.ctx.library_note()
         if bf16:
             disabled = self._disabled_scaler(closure)
             if disabled is not None:
@@ -50,7 +48,7 @@ class HalfParams(Tracer):
                 self.ctx.notes.append(f"{dsf.rel}:{dcall.lineno} already constructs the GradScaler with enabled=False, "
                                   f"so it no longer unscales bfloat16 gradients; {FIXED_SINCE}.")
                 return
-            for rel in self.project.py_files(("GradScaler",)):
+            for rel in self.ctx.project_files(("GradScaler",)):
                 sf = self.project.source(rel)
                 if sf is None:
                     continue
@@ -65,7 +63,7 @@ class HalfParams(Tracer):
                                   "(construct it with enabled=False or drop it).", score)
         needles = ("bfloat16", "bf16") if bf16 else ("half", "float16", "fp16")
         dtype_word = "bfloat16" if bf16 else "float16"
-        for rel in self.project.py_files(needles):
+        for rel in self.ctx.project_files(needles):
             if self.ctx.over_budget():
                 break
             sf = self.project.source(rel)

@@ -291,10 +291,13 @@ class _Nonscalar(Tracer):
 
     def _per_sample_returns(self) -> None:
         """The crash is inside a library (Lightning, a Trainer): look at training_step/compute_loss."""
-        self.ctx.library_note()
         needles = tuple("def " + n for n in sorted(LOSS_FN_NAMES))
+        if self.ctx.mapped:
+            m = self.ctx.mapped[0]
+            self.ctx.notes.append(f"The crash happened inside a library, called from {m.rel_path}:{m.line}; the "
+                                  f"project's training_step/compute_loss functions were searched.")
         found: List[Tuple[float, SourceFile, ast.Return, Optional[Tuple[SourceFile, ast.keyword]]]] = []
-        for rel in self.project.py_files(needles):
+        for rel in self.ctx.project_files(needles):
             if self.ctx.over_budget():
                 break
             sf = self.project.source(rel)
