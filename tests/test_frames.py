@@ -106,7 +106,7 @@ def test_longest_suffix_wins(tmp_path):
 def test_ambiguous_basename_is_flagged(tmp_path):
     write(tmp_path, "pkg_a/utils.py")
     write(tmp_path, "pkg_b/utils.py")
-    m = map_frame(Frame("/app/src/utils.py", 1, "f", "x = 1"), tmp_path)
+    m = map_frame(Frame("/app/src/utils.py", 1, "<module>", "x = 1"), tmp_path)
     assert m is not None
     assert {m.rel_path, *m.ambiguous} == {"pkg_a/utils.py", "pkg_b/utils.py"}
     assert len(m.ambiguous) == 1
@@ -172,10 +172,25 @@ def test_missing_file(tmp_path):
 
 def test_reanchor_after_inserted_lines(tmp_path):
     body = ["import torch", "", "def main():", "    loss = f()", "    loss.backward()", ""]
-    write(tmp_path, "train.py", "\n".join(["# new comment"] * 3 + body))
-    m = map_frame(Frame("/w/train.py", 5, "main", "loss.backward()"), tmp_path)
+    p = write(tmp_path, "train.py", "\n".join(["# new comment"] * 3 + body))
+    m = map_frame(Frame(str(p), 5, "main", "loss.backward()"), tmp_path)    # this file, edited since
     assert m is not None
     assert m.line == 8 and m.shift == 3 and not m.changed
+
+
+def test_file_found_by_suffix_must_read_the_code_at_that_very_line(tmp_path):
+    body = ["import torch", "", "def main():", "    loss = f()", "    loss.backward()", ""]
+    write(tmp_path, "train.py", "\n".join(["# new comment"] * 3 + body))
+    assert map_frame(Frame("/w/train.py", 5, "main", "loss.backward()"), tmp_path) is None
+    assert map_frame(Frame("/w/train.py", 8, "main", "loss.backward()"), tmp_path).line == 8
+
+
+def test_file_found_by_suffix_must_have_the_line_in_the_named_function(tmp_path):
+    write(tmp_path, "train.py", "def step():\n    loss.backward()\n\nloss.backward()\n")
+    assert map_frame(Frame("/w/train.py", 2, "step", "loss.backward()"), tmp_path).line == 2
+    assert map_frame(Frame("/w/train.py", 2, "<module>", "loss.backward()"), tmp_path) is None
+    assert map_frame(Frame("/w/train.py", 4, "<module>", "loss.backward()"), tmp_path).line == 4
+    assert map_frame(Frame("/w/train.py", 4, "step", "loss.backward()"), tmp_path) is None
 
 
 def test_whitespace_insensitive_code_compare(tmp_path):

@@ -181,6 +181,14 @@ def test_markdown_fenced_and_quoted_paste():
     assert only(quoted).frames[0].code == "loss.backward()"
 
 
+def test_message_fenced_on_one_line():
+    tb = only("```RuntimeError: grad can be implicitly created only for scalar outputs```\n")
+    assert tb.exc_type == "RuntimeError" and tb.message == "grad can be implicitly created only for scalar outputs"
+    tb = only("see ~~~ValueError: Attempting to unscale FP16 gradients.~~~\n".split("see ", 1)[1])
+    assert tb.exc_type == "ValueError"
+    assert read("```python\nx = 1\n```\n") == []      # an opening fence alone stays a fence
+
+
 def test_indented_paste_keeps_structure():
     text = "".join("    " + ln + "\n" for ln in PY311.splitlines())
     tb = only(text)

@@ -124,7 +124,7 @@ def _root(root: Optional[str]) -> Path:
     return path.resolve()
 
 
-def diagnose_streams(sources, entries, root: Path, patches: bool):
+def diagnose_streams(sources, entries, root: Path, patches: bool, search: Optional[bool] = None):
     from tracefix.pipeline import collect, merge
 
     reports = []
@@ -134,7 +134,7 @@ def diagnose_streams(sources, entries, root: Path, patches: bool):
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-    return merge(reports, entries, root, patches)
+    return merge(reports, entries, root, patches, search)
 
 
 def emit(report, fmt: str, entries, extra: Optional[Dict] = None) -> None:
@@ -171,7 +171,9 @@ def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     root_path = _root(root)
     sources = _open_logs(logs)
     want_patches = (do_apply or not no_patch) and fmt != "quickfix"
-    report = diagnose_streams(sources, entries, root_path, patches=want_patches)
+    # A folder the user named may be searched; the current directory only when it is a project.
+    report = diagnose_streams(sources, entries, root_path, patches=want_patches,
+                              search=True if root is not None else None)
     code = EXIT_OK if report.diagnoses else EXIT_NOTHING
     extra = None
     problems: List[str] = []

@@ -220,13 +220,40 @@ def _reanchor(lines: List[str], line: int, code: Optional[str]) -> Tuple[int, bo
     return line, True
 
 
+_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
+
+
+def _in_function(lines: List[str], line: int, func: str) -> bool:
+    """Does ``line`` sit in a def named ``func`` (``<module>``: in none)?  Other ``<...>`` names pass."""
+    if not func or (func.startswith("<") and func != "<module>"):
+        return True
+    text = lines[line - 1]
+    depth = len(text) - len(text.lstrip())
+    for i in range(line - 2, -1, -1):
+        above = lines[i]
+        stripped = above.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        ind = len(above) - len(above.lstrip())
+        if ind >= depth:
+            continue
+        m = _DEF.match(above)
+        if m:
+            return m.group(2) == func
+        depth = ind
+        if ind == 0:
+            break
+    return func == "<module>"
+
+
 def map_frame(frame: Frame, root: Path, index: Optional[FileIndex] = None) -> Optional[MappedFrame]:
     """The file under root that a logged frame refers to, or None.
 
     Never returns a file outside root.  A file found by path suffix counts only when its line reads
-    what the traceback shows (whitespace-insensitive, re-anchored within a few lines); a frame
+    what the traceback shows (whitespace-insensitive) inside the function the frame names; a frame
     without a code line maps only when one file fits best.  The path as printed, absolute and
-    inside root, is that very file: it maps even when edited since (``changed``).  When several
+    inside root, is that very file: the logged code is re-anchored within a few lines when the
+    file was edited since, and it maps even when that code is gone (``changed``).  When several
     files fit equally well the first (sorted) is returned with the others in ``ambiguous``.
     """
     cands = frame_candidates(frame, root, index)
@@ -285,9 +312,14 @@ def _mapped(frame: Frame, local: Path, index: FileIndex, depth: int, whole: bool
         lines = _read_lines(local)
         if lines is None:
             return None if not same_file else MappedFrame(frame, local, rel, line, depth=depth, whole=whole)
-        line, changed = _reanchor(lines, frame.line, frame.code)
-        shift = line - frame.line
-        if changed and not same_file:
-            return None               # this file does not read what the traceback shows
+        if not same_file:
+            # Another machine's file: only its very line counts (a nearby `loss.backward()` in some
+            # other train.py is no evidence), inside the function the frame names.
+            if not (1 <= frame.line <= len(lines) and _norm_code(lines[frame.line - 1]) == _norm_code(frame.code)
+                    and _in_function(lines, frame.line, frame.func)):
+                return None
+        else:
+            line, changed = _reanchor(lines, frame.line, frame.code)
+            shift = line - frame.line
     return MappedFrame(frame=frame, local_path=local, rel_path=rel, line=line, shift=shift,
                        changed=changed, depth=depth, whole=whole)

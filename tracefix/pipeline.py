@@ -59,13 +59,15 @@ def _drop_weaker_duplicates(diags: List[Diagnosis]) -> List[Diagnosis]:
             if d.traceback.frames or (d.entry_id, normalize(d.traceback.message)) not in full]
 
 
-def locate_all(report: Report, entries: Sequence[Entry], root: Path) -> Report:
+def locate_all(report: Report, entries: Sequence[Entry], root: Path, search: Optional[bool] = None) -> Report:
+    """Locate every diagnosis; ``search``: may the project be searched when no frame maps (None:
+    when root is a project; the CLI says True when the user named --root)."""
     from tracefix.locator import locate
 
     out = []
     for d in report.diagnoses:
         entry = find_entry(entries, d.entry_id)
-        out.append(locate(d, entry, root) if entry is not None else d)
+        out.append(locate(d, entry, root, search) if entry is not None else d)
     return replace(report, diagnoses=tuple(out))
 
 
@@ -82,23 +84,25 @@ def propose_all(report: Report, root: Path) -> Report:
     return replace(report, diagnoses=tuple(out))
 
 
-def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patches: bool) -> Report:
+def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patches: bool,
+          search: Optional[bool] = None) -> Report:
     """Several logs' reports as one, located (and patched when asked)."""
     diags: List[Diagnosis] = []
     unknown: List[Tuple[str, str]] = []
     for r in reports:
         diags += r.diagnoses
         unknown += [u for u in r.unrecognized if u not in unknown]
-    report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root)
+    report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root, search)
     # libcst costs ~0.1-0.3 s to import: only pay for it when there is a site to patch
     if patches and any(d.fix_sites for d in report.diagnoses):
         report = propose_all(report, root)
     return report
 
 
-def diagnose(stream: BinaryIO, entries: Sequence[Entry], root: Path, patches: bool = False) -> Report:
+def diagnose(stream: BinaryIO, entries: Sequence[Entry], root: Path, patches: bool = False,
+             search: Optional[bool] = None) -> Report:
     """The whole diagnose path for one stream."""
-    return merge([collect(stream, entries)], entries, root, patches)
+    return merge([collect(stream, entries)], entries, root, patches, search)
 
 
 def _norm_code(code: Optional[str]) -> str:
@@ -131,6 +135,10 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
         if not d.patches:
             why = explain_unpatchable(d.fix_sites[0]) if d.fix_sites else "no fix site was found in the project"
             problems.append(f"{d.entry_id}: no automatic patch: {why}")
+            continue
+        if pick is None and d.fix_sites[0].searched:
+            problems.append(f"{d.entry_id}: the fix site was found by searching the project, not from the log's "
+                            f"frames; nothing written (review the patches and choose one with --pick N)")
             continue
         if pick is None and not settled(d):
             problems.append(f"{d.entry_id}: several fix sites are equally likely; nothing written "

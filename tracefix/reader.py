@@ -48,6 +48,7 @@ _TIMESTAMP = re.compile(
 )
 _PYTEST_E = re.compile(r"^E {1,8}")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
+_FENCED_LINE = re.compile(r"^\s*(```|~~~)(?P<inner>.*\S.*?)\1\s*$")   # ```RuntimeError: ...``` on one line
 _QUOTE = re.compile(r"^\s*>(?: |$)")
 
 # --- structure ------------------------------------------------------------------------------
@@ -817,7 +818,10 @@ def read_tracebacks(
                     continue  # fast path: an ordinary log line while no traceback is open
                 text = clean_line(raw)
                 if _FENCE.match(text):
-                    continue
+                    fenced = _FENCED_LINE.match(text)
+                    if fenced is None:
+                        continue
+                    text = fenced.group("inner")
                 if _QUOTE.match(text):
                     text = _QUOTE.sub("", text, count=1)
                 rank, text, stamped = _split_prefix(text)

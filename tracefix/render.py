@@ -38,7 +38,7 @@ def _site(site: Optional[Site], with_reason: bool = False) -> Optional[Dict]:
         return None
     out = {"path": site.path, "line": site.line, "code": site.code, "local_path": site.local_path}
     if with_reason and isinstance(site, FixSite):
-        out.update(col=site.col, reason=site.reason, kind=site.kind, score=site.score)
+        out.update(col=site.col, reason=site.reason, kind=site.kind, score=site.score, searched=site.searched)
     return out
 
 
@@ -98,6 +98,18 @@ def _plain_site(label: str, site: Site, reason: str = "") -> List[str]:
     return [head, f"      {site.code}"]
 
 
+def missing_crash_site(d: Diagnosis) -> str:
+    """Why there is no crash site, in words that say what the log showed."""
+    from tracefix.frames import is_library_path
+
+    frames = d.traceback.frames
+    if not frames:
+        return "the log shows the message without its stack frames"
+    if all(is_library_path(f.path) for f in frames):
+        return "inside a library (no frame of your code in the traceback)"
+    return "not in a file under --root"
+
+
 def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     exc = d.traceback
     lines = [f"{d.entry_id}: {d.title}  [confidence {d.confidence:.2f}]"]
@@ -114,7 +126,7 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     if d.crash_site is not None:
         lines += _plain_site("crash site: ", d.crash_site)
     else:
-        lines.append("  crash site: not in a file under --root")
+        lines.append(f"  crash site: {missing_crash_site(d)}")
     if d.fix_sites:
         lines += _plain_site("fix site:   ", d.fix_sites[0], d.fix_sites[0].reason)
         for f in d.fix_sites[1:5]:
@@ -189,6 +201,8 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
             body.append(Text(safe("Why: " + _first_paragraph(entry.explanation("why"))), style="dim"))
         if d.crash_site is not None:
             body += excerpt("crash site: ", d.crash_site)
+        else:
+            body.append(Text("crash site: " + missing_crash_site(d), style="yellow"))
         if d.fix_sites:
             body += excerpt("fix site:   ", d.fix_sites[0], d.fix_sites[0].reason)
             for f in d.fix_sites[1:5]:

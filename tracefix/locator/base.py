@@ -233,7 +233,7 @@ class LocateContext:
     def project_files(self, needles: Tuple[str, ...] = ()) -> List[str]:
         """Every project file holding one of ``needles``, for a search beyond the traceback's files.
 
-        None when the log's own frames are not under root.  Without a mapped frame (a crash inside
+        With mapped frames: the files under the folder that holds them all.  None when the log's own frames are not under root.  Without a mapped frame (a crash inside
         a library, a bare message) only a project is searched, and what is found there is a
         candidate (:attr:`FixSite.searched`) that ``--apply`` writes only with ``--pick``."""
         if self.foreign:
@@ -249,6 +249,10 @@ class LocateContext:
             self._note_once(f"{where}; the project was searched, and the fix sites found that way are candidates "
                             f"(apply one with --pick N).")
         files = self.project.py_files(needles)
+        if self.mapped:
+            # The folder that holds the log's files is the project; a sibling experiment is not.
+            home = _common_folder([m.rel_path for m in self.mapped])
+            files = [f for f in files if f.startswith(home)]
         if len(files) > MAX_SEARCH_FILES:
             self._note_once(f"Only the first {MAX_SEARCH_FILES} of {len(files)} matching files were searched.")
             files = files[:MAX_SEARCH_FILES]
@@ -296,6 +300,17 @@ def _agreement(cand: MappedFrame, others: List[List[MappedFrame]]) -> int:
             best = max(best, n + (1 if len(here) == len(there) == n else 0))
         total += best
     return total
+
+
+def _common_folder(rels: List[str]) -> str:
+    """'exp/a/' for exp/a/train.py and exp/a/models/net.py; '' when they share no folder."""
+    parts = [r.split("/")[:-1] for r in rels]
+    common: List[str] = []
+    for level in zip(*parts):
+        if any(x != level[0] for x in level):
+            break
+        common.append(level[0])
+    return "".join(c + "/" for c in common)
 
 
 def _base(path: str) -> str:
