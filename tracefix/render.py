@@ -98,6 +98,12 @@ def _plain_site(label: str, site: Site, reason: str = "") -> List[str]:
     return [head, f"      {site.code}"]
 
 
+def _tag(i: int, p: Patch) -> str:
+    if p.applicability == "insufficient":
+        return "not applicable"   # the error would only move on: shown, never written
+    return "recommended" if i == 1 else f"alternative {i - 1}"
+
+
 def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     exc = d.traceback
     lines = [f"{d.entry_id}: {d.title}  [confidence {d.confidence:.2f}]"]
@@ -124,10 +130,9 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     for note in d.notes:
         lines.append(f"  note: {note}")
     for i, p in enumerate(d.patches, 1):
-        tag = "recommended" if i == 1 else f"alternative {i - 1}"
-        lines += ["", f"  patch {i} ({tag}, {p.applicability}): {p.summary}"]
+        lines += ["", f"  patch {i} ({_tag(i, p)}, {p.applicability}): {p.summary}"]
         if p.reason:
-            lines.append(f"    unsafe because: {p.reason}")
+            lines.append(f"    {p.applicability} because: {p.reason}")
         lines += ["    " + ln for ln in p.diff.rstrip("\n").split("\n")] if p.diff else []
     if entry is not None:
         lines += ["", f"  How to fix: {_first_paragraph(entry.explanation('fix'))}",
@@ -201,12 +206,13 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         for note in d.notes:
             body.append(Text("note: " + safe(note), style="yellow"))
         for i, p in enumerate(d.patches, 1):
-            tag = "recommended" if i == 1 else f"alternative {i - 1}"
-            t = Text(f"patch {i} ({tag}, {p.applicability}): ", style="bold green" if p.applicability == "safe" else "bold yellow")
+            style = {"safe": "bold green", "unsafe": "bold yellow"}.get(p.applicability, "bold red")
+            t = Text(f"patch {i} ({_tag(i, p)}, {p.applicability}): ", style=style)
             t.append(safe(p.summary))
             body.append(t)
             if p.reason:
-                body.append(Text("  unsafe because: " + safe(p.reason), style="yellow"))
+                body.append(Text(f"  {p.applicability} because: " + safe(p.reason),
+                                 style="yellow" if p.applicability == "unsafe" else "red"))
             if p.diff:
                 body.append(Syntax(safe(p.diff), "diff", theme="ansi_dark"))
         if entry is not None:
