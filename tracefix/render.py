@@ -218,8 +218,14 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         if entry is not None:
             body.append(Text(safe("How to fix: " + _first_paragraph(entry.explanation("fix")))))
         title = Text(f"{d.entry_id}: ", style="bold")
-        title.append(safe(d.title))
-        title.append(f"  [{d.confidence:.2f}]", style="dim")
+        room = console.width - 6 - len(title)          # the panel's corners and padding take 6
+        confidence = f"  [{d.confidence:.2f}]"
+        head = safe(d.title)
+        if len(head) + len(confidence) > room:
+            confidence = ""                             # the words matter more than the number
+            head = fit_words(head, room)
+        title.append(head)
+        title.append(confidence, style="dim")
         console.print(Panel(Group(*body), title=title, title_align="left", border_style="red"))
     if not diagnoses:
         console.print(Text("tracefix: no known PyTorch error found in the input", style="yellow"))
@@ -227,6 +233,17 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         console.print(Text(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]), style="dim"))
     for k, v in (extra or {}).items():
         console.print(Text(safe(f"{k.replace('_', ' ')}: {v}"), style="bold"))
+
+
+def fit_words(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns at a word boundary, with "…" when cut."""
+    if len(text) <= width:
+        return text
+    cut = text[:max(width - 1, 0)]
+    space = cut.rfind(" ")
+    if space > 0:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:(") + "…"
 
 
 def _context(site: Site, around: int = 2):
