@@ -95,7 +95,7 @@ def test_fixture(case: Path, variant: str, tmp_path: Path):
         compile(new, rel, "exec")
         assert f"--- a/{rel}" in first.diff and f"+++ b/{rel}" in first.diff
     for patch in patches:
-        assert patch.applicability in ("safe", "unsafe")
+        assert patch.applicability in ("safe", "unsafe", "insufficient")
         assert (patch.reason == "") == (patch.applicability == "safe")
         for rel, _, new in patch.files:
             compile(new, rel, "exec")
@@ -106,9 +106,11 @@ def test_fixture(case: Path, variant: str, tmp_path: Path):
         assert (tmp_path / rel).read_bytes() == want
     # idempotent: applying again changes nothing; proposing on the patched state yields nothing
     assert apply(first, tmp_path) == []
-    # (a deleted statement leaves its trailing comment behind as a comment line)
+    # (a deleted statement takes its comments with it: then there is no site left to re-propose on)
     site2, fields2 = find_site(tmp_path, [n for n, _, _ in files], comment_ok=True)
-    assert site2 is not None, "the '# FIX:' comment must survive the patch"
+    if site2 is None:
+        assert "# FIX:" not in "".join(want.decode("utf-8", "replace") for want in expected.values())
+        return
     assert propose(diag_for([site2], fields2), tmp_path) == ()
 
 
@@ -199,7 +201,7 @@ def test_settled():
 def test_inplace_method_expression_is_unsafe(tmp_path):
     write(tmp_path, "def f(x):\n    y = x.mul_(2)\n    z = x.add_(1)\n    x = x.sub_(1)\n    return y\n")
     p = propose(diag_for([site(2, "inplace-method")]), tmp_path)[0]
-    assert p.applicability == "unsafe" and "x is no longer modified" in p.reason
+    assert p.applicability == "unsafe" and "'x' is no longer modified" in p.reason
     p = propose(diag_for([site(4, "inplace-method")]), tmp_path)[0]
     assert p.applicability == "safe" and "x = x.sub(1)" in p.files[0][2]
 
@@ -300,4 +302,6 @@ def test_receiver_read_after_backward_ranks_the_assignment_first(tmp_path):
     sites = [site(3, "backward-receiver", score=0.9), site(2, "loss-assignment", score=0.6)]
     patches = propose(diag_for(sites), tmp_path)
     assert "loss = crit(batch).mean()" in patches[0].files[0][2]
-    assert "loss.mean().backward()" in patches[1].files[0][2]
+    at_backward = [p for p in patches if "loss.mean().backward()" in p.files[0][2]]
+    assert at_backward and at_backward[0].applicability == "insufficient"   # loss.item() needs a scalar
+    assert "loss.item()" in at_backward[0].reason and ":4 " in at_backward[0].reason

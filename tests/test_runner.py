@@ -270,8 +270,9 @@ def test_apply_verify_nonscalar_reports_verified(verify_apply_run):
     name, work, run = verify_apply_run
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout)
-    assert report["exit_code"] == 1                  # the first run crashed ...
+    assert report["command_exit_code"] == 1          # the first run crashed ...
     assert report["verification"] == "verified"     # ... the patched one trained
+    assert report["exit_code"] == 0                  # tracefix's own outcome: patched and verified
     assert report["applied"] == "train.py"
     (diag,) = report["diagnoses"]
     assert diag["id"] == expected(name)["id"]

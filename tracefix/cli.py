@@ -1,8 +1,8 @@
 """Command line: ``tracefix [LOG ...]`` diagnoses; ``list``, ``explain``, ``undo``, ``run``, ``hook``.
 
 Exit codes:
-  0  a known error was diagnosed (and, with --apply, its patch written)
-  1  no known error in the input
+  0  a known error was diagnosed (and, with --apply, its patch written or already in place)
+  1  no known error in the input (or the input is empty)
   2  usage or input error (unreadable log, broken knowledge entry)
   3  a requested patch could not be applied
   130 interrupted
@@ -48,12 +48,38 @@ class Fail(click.ClickException):
 
 
 class DefaultGroup(click.Group):
-    """``tracefix LOG`` means ``tracefix diagnose LOG``: the subcommand is optional."""
+    """``tracefix LOG`` means ``tracefix diagnose LOG``: the subcommand is optional, and ``--help``
+    shows the default command's options too."""
+
+    DEFAULT = "diagnose"
 
     def parse_args(self, ctx, args):
         if not args or args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
-            args = ["diagnose", *args]
+            args = [self.DEFAULT, *args]
         return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx):
+        return ["[OPTIONS] [LOGS]...", "|", "COMMAND [ARGS]..."]
+
+    def format_options(self, ctx, formatter) -> None:
+        default = self.commands[self.DEFAULT]
+        sub = click.Context(default, info_name=self.DEFAULT, parent=ctx)
+        rows = [r for r in (p.get_help_record(sub) for p in default.get_params(sub)) if r]
+        rows = [r for r in rows if not r[0].startswith("-h")]
+        with formatter.section(f"Options (of the default command, {self.DEFAULT})"):
+            formatter.write_dl(rows)
+        super().format_options(ctx, formatter)
+
+
+def _usage_line(exc: "click.UsageError") -> str:
+    """Click's usage error as one line (its usual block is three): what is wrong, and where help is."""
+    ctx = exc.ctx
+    where = ctx.command_path if ctx is not None else "tracefix"
+    if ctx is not None and ctx.command is not None and ctx.command.name == DefaultGroup.DEFAULT \
+            and ctx.parent is not None:
+        where = ctx.parent.command_path        # the implicit default command: "tracefix --help"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    return f"tracefix: error: {message}; see `{where} --help`"
 
 
 def _load(knowledge_dirs: Sequence[str], examples: bool = False):
@@ -162,14 +188,18 @@ def main_group() -> None:
 @click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path(),
               help="Extra folder of knowledge entries (*.toml); repeatable.")
 @click.option("--apply", "do_apply", is_flag=True, help="Write the recommended patch of each diagnosis.")
-@click.option("--pick", type=int, default=None, help="With --apply: write patch N instead of the first.")
+@click.option("--pick", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --apply: write patch N instead of the first.")
 @click.option("--no-patch", is_flag=True, help="Diagnose only: do not compute patches (fastest).")
 def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> None:
     """Diagnose the logs (default command)."""
+    if pick is not None and not do_apply:
+        raise click.UsageError("--pick N chooses the patch that --apply writes; add --apply")
     fmt = _pick_format(fmt)
     entries = _load(knowledge_dirs)
     root_path = _root(root)
     sources = _open_logs(logs)
+    empty = all(_is_empty(stream) for _name, stream in sources)
     want_patches = (do_apply or not no_patch) and fmt != "quickfix"
     # A folder the user named may be searched; the current directory only when it is a project.
     report = diagnose_streams(sources, entries, root_path, patches=want_patches,
@@ -177,17 +207,43 @@ def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     code = EXIT_OK if report.diagnoses else EXIT_NOTHING
     extra = None
     problems: List[str] = []
+    already: List[str] = []
     if do_apply and report.diagnoses:
         from tracefix.pipeline import apply_recommended
 
-        written, problems = apply_recommended(report, root_path, pick)
-        extra = {"applied": ", ".join(written) or "nothing"}
+        done = apply_recommended(report, root_path, pick)
+        problems, already = done.problems, done.already
+        extra = {"applied": ", ".join(done.written) or ("nothing (already applied)" if already else "nothing")}
         if problems:
             code = EXIT_PATCH
+    if empty and not report.diagnoses:
+        click.echo("tracefix: the input is empty (nothing to diagnose)", err=True)
+        if fmt in ("json", "quickfix"):
+            emit(report, fmt, entries, extra)
+        sys.exit(EXIT_NOTHING)
     emit(report, fmt, entries, extra)
-    for p in problems:
+    for p in already + problems:
         click.echo(f"tracefix: {p}", err=True)
     sys.exit(code)
+
+
+def _is_empty(stream) -> bool:
+    """Does this input hold no byte at all?  (peeks: nothing is consumed)"""
+    try:
+        import stat
+
+        st = os.fstat(stream.fileno())
+        if stat.S_ISREG(st.st_mode):
+            return st.st_size == 0 and stream.tell() == 0
+    except (AttributeError, OSError, ValueError):
+        pass
+    peek = getattr(stream, "peek", None)
+    if peek is None:
+        return False
+    try:
+        return peek(1) == b""
+    except (OSError, ValueError):
+        return False
 
 
 @main_group.command("list")
@@ -221,19 +277,29 @@ def explain_cmd(entry_id, knowledge_dirs) -> None:
 
 
 @main_group.command("undo")
-@click.option("--root", type=click.Path(file_okay=False), default=None)
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="The project given to --apply (default: the nearest folder holding .tracefix/, "
+                   "from the current directory up).")
 def undo_cmd(root) -> None:
     """Restore the files changed by the last --apply (backups in ROOT/.tracefix/)."""
     from tracefix.patcher import PatchError, undo
+    from tracefix.patcher.writing import MANIFEST, STATE_DIR
 
+    if root is not None:
+        project = _root(root)
+        where = f"no {project / STATE_DIR / MANIFEST}"
+    else:
+        start = Path.cwd()
+        project = next((d for d in (start, *start.parents) if (d / STATE_DIR / MANIFEST).is_file()), start)
+        where = f"no {STATE_DIR}/{MANIFEST} in {start} or any folder above it"
     try:
-        restored = undo(_root(root))
+        restored = undo(project)
     except PatchError as exc:
         raise Fail(str(exc), EXIT_PATCH) from None
     if not restored:
-        click.echo("tracefix: nothing to undo")
+        click.echo(f"tracefix: nothing to undo ({where})")
         sys.exit(EXIT_NOTHING)
-    click.echo("restored: " + ", ".join(restored))
+    click.echo(f"restored (byte for byte) in {project}: " + ", ".join(restored))
 
 
 @main_group.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
@@ -247,11 +313,15 @@ def undo_cmd(root) -> None:
 @click.option("--root", type=click.Path(file_okay=False), default=None)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None)
 @click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path())
-@click.option("--pick", type=int, default=None)
+@click.option("--pick", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --apply: write patch N instead of the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run_cmd(do_apply, verify, steps, anomaly, root, fmt, knowledge_dirs, pick, command) -> None:
     """Run COMMAND (after --); if it crashes, diagnose it (and patch, verify)."""
     from tracefix.runner import run_main
+
+    if pick is not None and not do_apply:
+        raise click.UsageError("--pick N chooses the patch that --apply writes; add --apply")
 
     entries = _load(knowledge_dirs)
     sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),
@@ -273,9 +343,17 @@ def hook_cmd(print_env, anomaly, verify_steps, shell) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     try:
-        main_group.main(args=list(argv) if argv is not None else None, prog_name="tracefix",
-                        standalone_mode=True)
-    except KeyboardInterrupt:
+        # standalone_mode=False: we print click's errors ourselves, each as one line
+        code = main_group.main(args=list(argv) if argv is not None else None, prog_name="tracefix",
+                               standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+    except click.UsageError as exc:
+        click.echo(_usage_line(exc), err=True)
+        sys.exit(EXIT_USAGE)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.Abort):
         click.echo("tracefix: interrupted", err=True)
         sys.exit(130)
     except MemoryError:

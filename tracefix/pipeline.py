@@ -124,14 +124,36 @@ def stale_crash_site(d: Diagnosis) -> Optional[str]:
     return None
 
 
-def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) -> Tuple[List[str], List[str]]:
-    """Write the recommended (or --pick N) patch of every settled diagnosis: (written, problems)."""
+@dataclass
+class Applied:
+    """What ``apply_recommended`` did: files written, problems (exit 3), and already-applied notes."""
+
+    written: List[str]
+    problems: List[str]
+    already: List[str]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"there is 1 {noun}" if n == 1 else f"there are {n} {noun}es" if noun.endswith("ch") else \
+        f"there are {n} {noun}s"
+
+
+def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) -> Applied:
+    """Write the recommended (or --pick N) patch of every settled diagnosis."""
     from tracefix.patcher import PatchError, apply, explain_unpatchable, settled
 
     written: List[str] = []
     problems: List[str] = []
+    already: List[str] = []
     journal = _load_journal(root)
+    session = f"{os.getpid()}-{id(report)}"
     for d in report.diagnoses:
+        fingerprint = _fingerprint(d)
+        if _already_applied(journal, fingerprint, root):
+            # this very traceback was patched before and the files still hold that patch
+            already.append(f"{d.entry_id}: already applied to {', '.join(sorted(journal[fingerprint]))} "
+                           "(tracefix undo to revert)")
+            continue
         if not d.patches:
             why = explain_unpatchable(d.fix_sites[0]) if d.fix_sites else "no fix site was found in the project"
             problems.append(f"{d.entry_id}: no automatic patch: {why}")
@@ -146,17 +168,19 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
             continue
         index = (pick or 1) - 1
         if not 0 <= index < len(d.patches):
-            problems.append(f"{d.entry_id}: --pick {pick}: there are {len(d.patches)} patches")
+            problems.append(f"{d.entry_id}: --pick {pick}: {_count(len(d.patches), 'patch')}")
             continue
-        fingerprint = _fingerprint(d)
-        if _already_applied(journal, fingerprint, root):
-            continue  # this very traceback was patched before and the files still hold that patch
+        chosen = d.patches[index]
+        if chosen.applicability == "insufficient":
+            what = f"patch {index + 1}" if pick else "no patch fixes it; the only one"
+            problems.append(f"{d.entry_id}: {what} is insufficient, nothing written: {chosen.reason}")
+            continue
         stale = stale_crash_site(d)
         if stale:
             problems.append(f"{d.entry_id}: {stale}")
             continue
         try:
-            done = apply(d.patches[index], root)
+            done = apply(chosen, root, session=session)
         except PatchError as exc:
             problems.append(f"{d.entry_id}: {exc}")
             continue
@@ -164,7 +188,7 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
         if done:
             journal[fingerprint] = {rel: _sha256(root / rel) for rel in done}
             _save_journal(root, journal)
-    return written, problems
+    return Applied(written, problems, already)
 
 
 JOURNAL = Path(".tracefix") / "applied.json"
@@ -191,13 +215,16 @@ def _load_journal(root: Path) -> Dict[str, Dict[str, str]]:
 
 
 def _save_journal(root: Path, journal: Dict[str, Dict[str, str]]) -> None:
+    from tracefix.patcher import PatchError
+    from tracefix.patcher.writing import state_dir
+
     path = root / JOURNAL
     try:
-        path.parent.mkdir(exist_ok=True)
+        state_dir(root)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(journal, indent=1), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, PatchError):
         pass  # the journal only makes a repeated --apply a no-op; losing it loses nothing else
 
 

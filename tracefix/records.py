@@ -61,13 +61,20 @@ class FixSite(Site):
     searched: bool = False       # found by searching the project, not from the log's frames: a candidate
 
 
+SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"
+# safe: compiles, the error is gone, behaviour is what the user meant.  unsafe: the error is gone
+# but behaviour may change (the reason says how).  insufficient: the error would only move (e.g.
+# reducing at backward() while the loss is used as a number afterwards): shown, never written.
+APPLICABILITIES = (SAFE, UNSAFE, INSUFFICIENT)
+
+
 @dataclass(frozen=True)
 class Patch:
     """A proposed change to one or more files (unified diff) and how safe it is."""
 
     summary: str
-    applicability: str           # "safe" | "unsafe"
-    reason: str                  # why unsafe ("" when safe)
+    applicability: str           # "safe" | "unsafe" | "insufficient" (see APPLICABILITIES)
+    reason: str                  # why unsafe / insufficient ("" when safe)
     diff: str                    # unified diff, paths relative to the root
     files: Tuple[Tuple[str, str, str], ...] = field(default=(), repr=False, compare=False)
     # files: (relative path, original text, patched text); used by --apply, not serialised

@@ -110,6 +110,12 @@ def missing_crash_site(d: Diagnosis) -> str:
     return "not in a file under --root"
 
 
+def _tag(i: int, p: Patch) -> str:
+    if p.applicability == "insufficient":
+        return "not applicable"   # the error would only move on: shown, never written
+    return "recommended" if i == 1 else f"alternative {i - 1}"
+
+
 def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     exc = d.traceback
     lines = [f"{d.entry_id}: {d.title}  [confidence {d.confidence:.2f}]"]
@@ -136,10 +142,9 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     for note in d.notes:
         lines.append(f"  note: {note}")
     for i, p in enumerate(d.patches, 1):
-        tag = "recommended" if i == 1 else f"alternative {i - 1}"
-        lines += ["", f"  patch {i} ({tag}, {p.applicability}): {p.summary}"]
+        lines += ["", f"  patch {i} ({_tag(i, p)}, {p.applicability}): {p.summary}"]
         if p.reason:
-            lines.append(f"    unsafe because: {p.reason}")
+            lines.append(f"    {p.applicability} because: {p.reason}")
         lines += ["    " + ln for ln in p.diff.rstrip("\n").split("\n")] if p.diff else []
     if entry is not None:
         lines += ["", f"  How to fix: {_first_paragraph(entry.explanation('fix'))}",
@@ -215,19 +220,26 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         for note in d.notes:
             body.append(Text("note: " + safe(note), style="yellow"))
         for i, p in enumerate(d.patches, 1):
-            tag = "recommended" if i == 1 else f"alternative {i - 1}"
-            t = Text(f"patch {i} ({tag}, {p.applicability}): ", style="bold green" if p.applicability == "safe" else "bold yellow")
+            style = {"safe": "bold green", "unsafe": "bold yellow"}.get(p.applicability, "bold red")
+            t = Text(f"patch {i} ({_tag(i, p)}, {p.applicability}): ", style=style)
             t.append(safe(p.summary))
             body.append(t)
             if p.reason:
-                body.append(Text("  unsafe because: " + safe(p.reason), style="yellow"))
+                body.append(Text(f"  {p.applicability} because: " + safe(p.reason),
+                                 style="yellow" if p.applicability == "unsafe" else "red"))
             if p.diff:
                 body.append(Syntax(safe(p.diff), "diff", theme="ansi_dark"))
         if entry is not None:
             body.append(Text(safe("How to fix: " + _first_paragraph(entry.explanation("fix")))))
         title = Text(f"{d.entry_id}: ", style="bold")
-        title.append(safe(d.title))
-        title.append(f"  [{d.confidence:.2f}]", style="dim")
+        room = console.width - 6 - len(title)          # the panel's corners and padding take 6
+        confidence = f"  [{d.confidence:.2f}]"
+        head = safe(d.title)
+        if len(head) + len(confidence) > room:
+            confidence = ""                             # the words matter more than the number
+            head = fit_words(head, room)
+        title.append(head)
+        title.append(confidence, style="dim")
         console.print(Panel(Group(*body), title=title, title_align="left", border_style="red"))
     if not diagnoses:
         console.print(Text("tracefix: no known PyTorch error found in the input", style="yellow"))
@@ -235,6 +247,17 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         console.print(Text(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]), style="dim"))
     for k, v in (extra or {}).items():
         console.print(Text(safe(f"{k.replace('_', ' ')}: {v}"), style="bold"))
+
+
+def fit_words(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns at a word boundary, with "…" when cut."""
+    if len(text) <= width:
+        return text
+    cut = text[:max(width - 1, 0)]
+    space = cut.rfind(" ")
+    if space > 0:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:(") + "…"
 
 
 def _context(site: Site, around: int = 2):

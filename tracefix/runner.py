@@ -23,11 +23,14 @@ What it does:
 Exit status:
   the child's own status (a signal N gives 128+N) when tracefix wrote nothing: the command
   succeeded, was interrupted, failed with no known error, or was only diagnosed (no --apply);
-  0   --apply: a known error was diagnosed and patched (and, with --verify, verified)
-  3   --apply: a patch could not be written, or --verify found the command still failing or
-      failing with a new error (cli.py's "a requested patch could not be applied")
+  0   --apply: a known error was diagnosed and patched, or its patch is already in place (and,
+      with --verify, verified)
+  3   --apply: the crash was not patched (no known error, or a patch could not be written), or
+      --verify found the command still failing or failing with a new error; then every file the
+      patch wrote is restored byte for byte (cli.py's "a requested patch could not be applied")
   126 / 127  COMMAND could not be executed / was not found
-JSON output always carries ``exit_code`` (the child's status) and ``verification``.
+JSON output always carries ``exit_code`` (tracefix's own status, as above), ``command_exit_code``
+(the first run's status) and ``verification``; after a failed verification ``restored``.
 """
 from __future__ import annotations
 
@@ -498,20 +501,30 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     code = child_code
     problems: List[str] = []
     new_error = None
-    if apply and report.diagnoses:
+    if apply and not report.diagnoses:
+        # --apply promises a patch: a crash we cannot diagnose is "not patched" (exit 3)
+        problems = ["not patched: no known PyTorch error in the command's output"]
+        extra = {"applied": "nothing", **extra}
+        code = EXIT_PATCH
+    elif apply:
         from tracefix.pipeline import apply_recommended
 
-        written, problems = apply_recommended(report, root, pick)
-        extra = {"applied": ", ".join(written) or "nothing", **extra}
+        done = apply_recommended(report, root, pick)
+        written, problems = done.written, done.already + done.problems
+        extra = {"applied": ", ".join(written) or ("nothing (already applied)" if done.already else "nothing"),
+                 **extra}
         if written and verify:
             _note(f"patched {', '.join(written)}; re-running until {steps} backward passes and "
                   f"{steps} optimizer steps succeed (--verify)")
-            verdict, new_error, outcome = _verify(cmd, report, entries, root, steps, to_stderr)
+            verdict, new_error, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr)
             extra["verification"] = verdict
             if outcome.interrupted:
-                _emit(report, fmt, entries, extra, color)
+                _emit(report, fmt, entries, {**extra, "exit_code": outcome.exit_code}, color)
                 return outcome.exit_code
-        ok = bool(written) and not problems and extra["verification"] in ("verified", "not run")
+            if verdict in ("still failing", "new error"):
+                extra["restored"] = _restore(root, written, why)
+        ok = (bool(written) or bool(done.already)) and not done.problems \
+            and extra["verification"] in ("verified", "not run")
         code = EXIT_OK if ok else EXIT_PATCH
 
     if fmt != "json" and not verify:
@@ -521,6 +534,11 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
 
         details = as_dict(new_error.diagnoses, new_error.unrecognized)
         extra["new_error"] = {"diagnoses": details["diagnoses"], "unrecognized": details["unrecognized"]}
+    # exit_code is tracefix's own status (what the shell gets); command_exit_code the crashed run's
+    extra["command_exit_code"] = extra.pop("exit_code")
+    if fmt != "json" and extra["command_exit_code"] == code:
+        extra.pop("command_exit_code")
+    extra["exit_code"] = code
     _emit(report, fmt, entries, extra, color)
     if new_error is not None and fmt != "json":
         print("\ntracefix: after the patch, the command fails with a different error:", flush=True)
@@ -530,21 +548,48 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     return code
 
 
+def _restore(root: Path, written: List[str], why: str) -> str:
+    """Put back the files a failed verification leaves patched (byte for byte); say so, and why."""
+    from tracefix.patcher import PatchError, undo
+
+    try:
+        restored = undo(root)
+    except PatchError as exc:
+        _note(f"verification failed ({why}); could not restore {', '.join(written)}: {exc}")
+        return "no"
+    _note(f"verification failed, so the patch was taken back: {', '.join(restored)} restored byte for byte. "
+          f"The patched run failed with: {why}")
+    return ", ".join(restored)
+
+
+def _one_line(report, outcome: Outcome) -> str:
+    """The patched run's error, in one line."""
+    for d in report.diagnoses:
+        exc = d.traceback
+        return f"{exc.exc_type + ': ' if exc.exc_type else ''}{exc.message.splitlines()[0] if exc.message else d.entry_id}"[:300]
+    for t, m in report.unrecognized:
+        return f"{t}: {m.splitlines()[0] if m else ''}"[:300]
+    last = [ln for ln in outcome.tail.decode("utf-8", "replace").splitlines() if ln.strip()]
+    tail = f" (last output: {last[-1].strip()[:200]})" if last else ""
+    return f"exit status {outcome.exit_code}{tail}"
+
+
 def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool):
-    """Re-run with the verify hook: (verdict, the new error's report or None, the run's Outcome)."""
+    """Re-run with the verify hook: (verdict, the new error's report or None, the run's Outcome,
+    the failure in one line or "")."""
     outcome = run_child(cmd, _child_env(verify_steps=steps), to_stderr, cleanup=True)
     if outcome.error:
         _note(f"error: {outcome.error}")
-        return "not run", None, outcome
+        return "not run", None, outcome, ""
     if outcome.interrupted:
-        return "not run", None, outcome
+        return "not run", None, outcome, ""
     if outcome.returncode == 0:
-        return "verified", None, outcome
+        return "verified", None, outcome, ""
     after = _diagnose(outcome.tail, entries, root)
     before = {d.entry_id for d in report.diagnoses}
     if any(d.entry_id in before for d in after.diagnoses):
-        return "still failing", None, outcome
-    return "new error", after, outcome
+        return "still failing", None, outcome, _one_line(after, outcome)
+    return "new error", after, outcome, _one_line(after, outcome)
 
 
 __all__ = ["run_main", "hook_env", "format_env", "run_child", "Outcome", "Tail", "VERIFIED_MARKER"]

@@ -2,6 +2,7 @@
 and the autocast block that keeps the forward in half precision once the weights are fp32."""
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -57,7 +58,57 @@ def _root(node: cst.BaseExpression) -> cst.BaseExpression:
     return node
 
 
-# -- deleting a statement, keeping its comments -----------------------------------------------------
+# -- deleting a statement, and the comments that described it ---------------------------------------
+# A comment on (or directly above) a removed cast described the cast: left behind it would be an
+# orphan ("# the base model was released in fp16" above nothing).  On a line that keeps the rest
+# of its code, only a comment about precision goes.
+_PRECISION_WORDS = re.compile(r"fp16|bf16|half|float16|bfloat16|precision|memory", re.IGNORECASE)
+
+
+def _comment_run(lines: Sequence[cst.EmptyLine]) -> int:
+    """Index where the run of comment lines directly above a statement starts."""
+    k = len(lines)
+    while k > 0 and lines[k - 1].comment is not None:
+        k -= 1
+    return k
+
+
+def _drop_cast_comments(line: cst.CSTNode, everything: bool) -> cst.CSTNode:
+    """``line`` without the comments about the cast: the run directly above it and its trailing one
+    (all of them when the statement goes, those about precision when it stays)."""
+    changes = {}
+    lead = list(getattr(line, "leading_lines", ()))
+    k = _comment_run(lead)
+    if k < len(lead) and (everything or any(_PRECISION_WORDS.search(c.comment.value) for c in lead[k:])):
+        changes["leading_lines"] = lead[:k]
+    trailing = getattr(line, "trailing_whitespace", None)
+    if trailing is not None and trailing.comment is not None and (
+            everything or _PRECISION_WORDS.search(trailing.comment.value)):
+        changes["trailing_whitespace"] = trailing.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+    return line.with_changes(**changes) if changes else line
+
+
+def _replace_in_line(src: Source, old: cst.CSTNode, make) -> Optional[str]:
+    """Replace ``old`` by ``make(old)``, and drop the comments of its line that spoke of the cast."""
+    line = src.statement_of(old)
+    if not isinstance(line, cst.SimpleStatementLine):
+        return src.replace(old, make)
+    new = make(old)
+    return src.replace(line, lambda n: _drop_cast_comments(n.deep_replace(old, new), everything=False))
+
+
+def _pure(node: cst.CSTNode) -> bool:
+    """No call in ``node``: dropping it (an if's test) drops no side effect."""
+    class Calls(cst.CSTVisitor):
+        found = False
+
+        def visit_Call(self, n: cst.Call) -> None:
+            Calls.found = True
+
+    node.visit(Calls())
+    return not Calls.found
+
+
 def _delete_small(src: Source, small: cst.BaseSmallStatement) -> Optional[str]:
     line = src.parent(small)
     if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and len(line.body) > 1:
@@ -66,13 +117,29 @@ def _delete_small(src: Source, small: cst.BaseSmallStatement) -> Optional[str]:
             body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
             return n.with_changes(body=body)
         return src.replace(line, drop)
+    return _delete_statement(src, line, small)
+
+
+def _delete_statement(src: Source, line: cst.CSTNode, small: cst.CSTNode) -> Optional[str]:
+    """Remove statement ``line``; a block it empties goes too (``if args.fp16:`` with nothing left
+    under it), or keeps a meaningful condition (``if not args.fp16:`` over the else branch)."""
     block = src.parent(line)
-    if isinstance(line, cst.SimpleStatementSuite) or not isinstance(block, (cst.Module, cst.IndentedBlock)) \
-            or len(block.body) == 1:
+    owner = src.parent(block) if block is not None else None
+    if isinstance(line, cst.SimpleStatementSuite) or not isinstance(block, (cst.Module, cst.IndentedBlock)):
         return src.replace(small, lambda n: cst.Pass())
-    carry: List[cst.EmptyLine] = list(line.leading_lines)
-    if line.trailing_whitespace.comment is not None:
-        carry.append(cst.EmptyLine(comment=line.trailing_whitespace.comment))
+    if len(block.body) == 1:
+        if isinstance(owner, cst.If) and isinstance(src.parent(owner), (cst.Module, cst.IndentedBlock)) \
+                and _pure(owner.test):
+            if owner.orelse is None:
+                return _delete_statement(src, owner, owner)
+            if isinstance(owner.orelse, cst.Else):
+                from tracefix.patcher.cstedit import parenthesize
+
+                negated = cst.UnaryOperation(operator=cst.Not(), expression=parenthesize(owner.test))
+                return src.replace(owner, lambda n: n.with_changes(test=negated, body=n.orelse.body, orelse=None))
+        return src.replace(line, lambda n: _drop_cast_comments(n, everything=True).with_changes(
+            body=[cst.Pass()]) if isinstance(n, cst.SimpleStatementLine) else n)
+    carry = list(line.leading_lines)[:_comment_run(line.leading_lines)]
     index = next(i for i, s in enumerate(block.body) if s is line)
     last = index == len(block.body) - 1
 
@@ -290,12 +357,12 @@ def model_cast(ctx: Context, site: FixSite) -> List[Option]:
         var = src.code(_root(inner)).strip()
     cast_code = src.code(call).strip()
     if arg is not None:
-        text = src.replace(call, lambda n: remove_arg(n, next(a for a, o in zip(n.args, call.args) if o is arg)))
+        text = _replace_in_line(src, call, lambda n: remove_arg(n, arg))
     elif (isinstance(parent, cst.Expr) and isinstance(inner, (cst.Name, cst.Attribute))) or \
             (isinstance(parent, cst.Assign) and var == src.code(inner).strip()):
         text = _delete_small(src, parent)
     else:
-        text = src.replace(call, lambda n: n.func.value)
+        text = _replace_in_line(src, call, lambda n: n.func.value)
     if text is None:
         return []
     texts = with_autocast(ctx, site.path, text, dtype)

@@ -79,11 +79,17 @@ def _out_of_place(src: Source, call: cst.Call) -> Optional[cst.BaseExpression]:
     receiver = src.code(call.func.value).strip()
     if name in NO_OUT_OF_PLACE:
         return None
+    if dotted(call.func.value) in _FUNCTION_MODULES:
+        return None if name in ("zero_", "fill_") else call.with_changes(func=call.func.with_changes(attr=cst.Name(name[:-1])))
     if name == "zero_" and not call.args:
         return expr(f"torch.zeros_like({receiver})")
     if name == "fill_" and len(call.args) == 1:
         return expr(f"torch.full_like({receiver}, {src.code(call.args[0].value).strip()})")
     return call.with_changes(func=call.func.with_changes(attr=cst.Name(name[:-1])))
+
+
+# Function forms whose first argument is the tensor changed in place (torch.relu_(x), F.relu_(x)).
+_FUNCTION_MODULES = {"torch", "F", "nn.functional", "torch.nn.functional", "functional"}
 
 
 @fixer("inplace-method")
@@ -99,13 +105,21 @@ def inplace_method(ctx: Context, site: FixSite) -> List[Option]:
         return []
     method = call.func.attr.value
     receiver = call.func.value
+    if dotted(receiver) in _FUNCTION_MODULES:
+        # torch.sigmoid_(logits) / F.relu_(h): the tensor modified is the first argument, not `torch`
+        args = positional(call)
+        if not args:
+            return []
+        receiver = args[0].value
     rcode = src.code(receiver).strip()
+    called = f"{src.code(call.func).strip()}(...)"
     parent = src.parent(call)
     if isinstance(parent, cst.Expr) and isinstance(receiver, ASSIGNABLE):
         def make(n: cst.Expr) -> cst.Assign:
             return cst.Assign(targets=[cst.AssignTarget(target=receiver)], value=new_call, semicolon=n.semicolon)
         text = src.replace(parent, make)
-        return [Option(f"Replace `{rcode}.{method}(...)` with `{rcode} = {rcode}.{method[:-1]}(...)`: a new tensor "
+        new_code = src.code(call.func).strip()[:-1] if receiver is not call.func.value else f"{rcode}.{method[:-1]}"
+        return [Option(f"Replace `{called}` with `{rcode} = {new_code}(...)`: a new tensor "
                        "instead of changing the one saved for backward", "safe", "", {site.path: _torch(text, new_call)})]
     if isinstance(parent, cst.Expr):
         return []  # a.view(-1).relu_(): nothing to assign the result to
@@ -113,8 +127,9 @@ def inplace_method(ctx: Context, site: FixSite) -> List[Option]:
     safe = (isinstance(parent, cst.Assign) and len(parent.targets) == 1
             and src.code(parent.targets[0].target).strip() == rcode)
     return [Option(f"Use the out-of-place `{method[:-1]}` instead of `{method}`", "safe" if safe else "unsafe",
-                   "" if safe else f"{rcode} is no longer modified; code that relied on that change must use the "
-                                   "returned value", {site.path: _torch(text, new_call)})]
+                   "" if safe else f"'{rcode}' is no longer modified in place; code that reads '{rcode}' after "
+                                   "this line and relied on that change must use the returned value",
+                   {site.path: _torch(text, new_call)})]
 
 
 def _torch(text: str, new: cst.CSTNode) -> str:

@@ -105,11 +105,16 @@ def backward_receiver(ctx: Context, site: FixSite) -> List[Option]:
         call = src.find(site.line, site.col, cst.Call, lambda n: method_name(n) == "scale" and bool(positional(n)))
         if call is None:
             return []
-        return _reduction_options(ctx, src, positional(call)[0].value, "loss", site.path)
+        options = _reduction_options(ctx, src, positional(call)[0].value, "loss", site.path)
+        number_use = _number_use(src, call, positional(call)[0].value, site.path)
+        for option in options if number_use else ():
+            option.applicability, option.reason, option.alternative = "insufficient", number_use, True
+        return options
     target, grad_kw = _backward_target(call)
     if target is None:
         return []
     options = _reduction_options(ctx, src, target, "output", site.path)
+    number_use = _number_use(src, call, target, site.path)
     if options and _used_later(src, call, target):
         # `loss` is read again after backward (loss.item(), return loss): reducing it where it is
         # assigned (another site) serves that code too, so that fix ranks first when offered.
@@ -121,7 +126,93 @@ def backward_receiver(ctx: Context, site: FixSite) -> List[Option]:
         options.append(Option(f"Pass an explicit gradient: `{grad_kw}=torch.ones_like({code})`", "unsafe",
                               "equivalent to .sum(): per-element gradients are summed, so their scale grows "
                               "with the batch size", {site.path: text}, alternative=True))
+    if number_use:
+        # Reducing only inside backward() leaves `loss` a vector for the code that reads it next
+        # (`loss.item()` raises "a Tensor with N elements cannot be converted to Scalar").
+        for option in options:
+            option.applicability, option.reason, option.alternative = "insufficient", number_use, True
     return options
+
+
+# A value still "is" the loss through these (loss.detach().cpu().item()).
+_PASS_THROUGH = {"detach", "cpu", "clone", "float", "double", "to", "data", "contiguous", "squeeze"}
+_NUMBER_FUNCS = {"float", "int", "round", "bool", "print", "str", "format", "repr"}
+_LOG_NAMES = ("log", "info", "debug", "warning", "warn", "error", "print", "write", "add_scalar",
+              "set_postfix", "set_description")
+
+
+def _number_use(src: Source, call: cst.Call, target: cst.BaseExpression, rel: str) -> str:
+    """Why reducing ``target`` only at ``call`` is not enough: where it is used as a number
+    (or handed on) after ``call`` in the same scope; "" when it is not."""
+    if not isinstance(target, cst.Name):
+        return ""
+    scope = next((a for a in src.ancestors(call) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
+    end = src.positions[call].end.line
+    for n in src.in_statement_of(scope, cst.Name):
+        if n.value != target.value or src.positions[n].start.line <= end or n is target:
+            continue
+        if not any(a is scope for a in src.ancestors(n)):
+            continue
+        how = _how_number(src, n)
+        if how:
+            line = src.positions[n].start.line
+            stmt = src.small_statement_of(n) or n
+            code = " ".join(src.code(stmt).split())
+            if len(code) > 60:
+                code = code[:57] + "..."
+            if how == "returned":
+                return (f"'{n.value}' is returned at {rel}:{line} ({code}), so its caller gets the "
+                        f"unreduced value; reducing only at backward() leaves it a tensor of many elements there")
+            return (f"'{n.value}' is used as a number at {rel}:{line} ({code}); reducing only at backward() "
+                    f"crashes there")
+    return ""
+
+
+def _how_number(src: Source, node: cst.CSTNode) -> str:
+    """"number" / "returned" when this read of the loss needs a scalar; "" otherwise."""
+    cur = node
+    while True:  # climb through loss.detach().cpu() ...
+        parent = src.parent(cur)
+        if isinstance(parent, cst.Attribute) and parent.value is cur:
+            attr = parent.attr.value
+            if attr == "item":
+                return "number"
+            if attr == "data":
+                cur = parent
+                continue
+            grand = src.parent(parent)
+            if attr in _PASS_THROUGH and isinstance(grand, cst.Call) and grand.func is parent:
+                cur = grand
+                continue
+            return ""
+        break
+    parent = src.parent(cur)
+    if isinstance(parent, (cst.Return, cst.Yield)):
+        return "returned"
+    if isinstance(parent, (cst.FormattedStringExpression, cst.Comparison, cst.ComparisonTarget)):
+        return "number"
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo) \
+            and parent.right is cur and isinstance(parent.left, (cst.SimpleString, cst.ConcatenatedString)):
+        return "number"
+    if isinstance(parent, cst.Tuple):  # "%f %f" % (loss, acc)
+        grand = src.parent(parent)
+        if isinstance(grand, cst.BinaryOperation) and isinstance(grand.operator, cst.Modulo) \
+                and isinstance(grand.left, (cst.SimpleString, cst.ConcatenatedString)):
+            return "number"
+    if isinstance(parent, cst.Element):
+        grand = src.parent(parent)
+        greater = src.parent(grand) if grand is not None else None
+        if isinstance(grand, cst.Tuple) and isinstance(greater, cst.BinaryOperation) \
+                and isinstance(greater.operator, cst.Modulo):
+            return "number"
+    if isinstance(parent, cst.Arg):
+        func = src.parent(parent)
+        if isinstance(func, cst.Call):
+            name = dotted(func.func) or method_name(func)
+            last = name.rsplit(".", 1)[-1]
+            if name in _NUMBER_FUNCS or last == "format" or last.startswith(_LOG_NAMES) or "log" in last:
+                return "number"
+    return ""
 
 
 def _used_later(src: Source, call: cst.Call, target: cst.BaseExpression) -> bool:

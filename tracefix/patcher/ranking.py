@@ -7,7 +7,7 @@ from typing import List, Tuple
 from tracefix.patcher import fix_dtype, fix_inplace, fix_nonscalar  # noqa: F401  (register the fixers)
 from tracefix.patcher.context import FIXERS, Context, Option
 from tracefix.patcher.text import restore, unified_diff
-from tracefix.records import Diagnosis, FixSite, Patch
+from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Patch
 
 
 def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
@@ -34,6 +34,8 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
             else:
                 main.append((option.demote, patch))
     main.sort(key=lambda item: item[0])  # stable: site order otherwise
+    # An insufficient patch (the error moves one line on) is listed, never recommended: last.
+    alternatives.sort(key=lambda p: p.applicability == INSUFFICIENT)
     return tuple([p for _, p in main] + alternatives)
 
 

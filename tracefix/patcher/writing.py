@@ -3,7 +3,9 @@
 Rules: never outside the root (no "..", absolute paths, symlinks leaving it, site-/dist-packages);
 refuse when a file changed since the patch was made; check every file before writing any; write
 atomically (temp file in the same folder + os.replace) keeping encoding, BOM, line endings and mode;
-back the originals up under <root>/.tracefix/ and record them in last-apply.json.
+back the originals up under <root>/.tracefix/ and record them in last-apply.json.  The folder holds
+a ``.gitignore`` of ``*`` (it never shows in ``git status``) and is removed once nothing is left in it.
+All apply() calls of one ``session`` (one tracefix command) share one record: undo restores them all.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from tracefix.records import Patch
 
 STATE_DIR = ".tracefix"
 MANIFEST = "last-apply.json"
+JOURNAL = "applied.json"       # pipeline's record of applied tracebacks (a repeated --apply is a no-op)
+GITIGNORE = ".gitignore"
 _FORBIDDEN_PARTS = {"site-packages", "dist-packages"}
 
 
@@ -135,12 +139,51 @@ def _check_expect(rel: str, current: str, expect: Dict[str, str]) -> None:
             raise PatchError(f"{rel} no longer has a line reading '{wanted}' (edited since the log?)")
 
 
-def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None) -> List[str]:
+def state_dir(root: Path) -> Path:
+    """``root/.tracefix``, created with a ``.gitignore`` of ``*`` so it never shows in ``git status``."""
+    state = Path(root) / STATE_DIR
+    if state.is_symlink() or (state.exists() and not state.is_dir()):
+        raise PatchError(f"refusing to use {state}: it is not a plain folder")
+    state.mkdir(exist_ok=True)
+    ignore = state / GITIGNORE
+    if not ignore.exists():
+        ignore.write_text("# tracefix's backups and undo records; never committed\n*\n", encoding="utf-8")
+    return state
+
+
+def tidy_state(root: Path) -> None:
+    """Remove emptied backup folders, and ``.tracefix`` itself when only its .gitignore is left."""
+    state = Path(root) / STATE_DIR
+    if not state.is_dir() or state.is_symlink():
+        return
+    backups = state / "backup"
+    if backups.is_dir():
+        for folder in sorted((p for p in backups.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass   # not empty
+        try:
+            backups.rmdir()
+        except OSError:
+            pass
+    try:
+        if {p.name for p in state.iterdir()} <= {GITIGNORE}:
+            shutil.rmtree(state)
+    except OSError:
+        pass
+
+
+def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None,
+          session: Optional[str] = None) -> List[str]:
     """Write ``patch`` under ``root``; returns the relative paths written ([] when already applied).
 
     ``expect`` maps "rel/path.py:LINE" (or just "rel/path.py") to the stripped source line the
-    traceback showed; the patch is refused when the file no longer reads so.
+    traceback showed; the patch is refused when the file no longer reads so.  Calls with the same
+    ``session`` add to one undo record (one `tracefix undo` reverts the whole command).
     """
+    if patch.applicability == "insufficient":
+        raise PatchError(f"refusing to write an insufficient patch: {patch.reason}")
     root = _root(root)
     if not patch.files:
         raise PatchError("this patch carries no file contents to write")
@@ -186,6 +229,12 @@ def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None) -> 
     manifest["files"] = [{"path": p.rel, "backup": _posix(backup_dir.relative_to(root) / p.rel),
                           "sha256_before": _sha256(p.before), "sha256_after": _sha256(p.after)} for p in plan]
     manifest["summary"] = patch.summary
+    if session is not None:
+        manifest["session"] = session
+        previous = _read_manifest(root / STATE_DIR / MANIFEST)
+        if previous and previous.get("session") == session:
+            manifest["files"] = list(previous.get("files", [])) + manifest["files"]
+            manifest["summary"] = f"{previous.get('summary', '')}; {patch.summary}"
     try:
         _atomic_write(root / STATE_DIR / MANIFEST, json.dumps(manifest, indent=2).encode("utf-8"), None)
     except OSError as exc:  # pragma: no cover - the files are patched; say undo will not work
@@ -197,10 +246,16 @@ def _posix(path: Path) -> str:
     return "/".join(path.parts)
 
 
+def _read_manifest(record: Path) -> Optional[dict]:
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _backup(root: Path, plan: List[_Planned]):
-    state = root / STATE_DIR
-    if state.is_symlink() or (state.exists() and not state.is_dir()):
-        raise PatchError(f"refusing to use {state}: it is not a plain folder")
+    state = state_dir(root)
     stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
     backup_dir = state / "backup" / stamp
     try:
@@ -216,18 +271,24 @@ def _backup(root: Path, plan: List[_Planned]):
 
 
 def undo(root: Path, force: bool = False) -> List[str]:
-    """Restore the files of the last apply; [] when there is nothing to undo."""
+    """Restore the files of the last apply (every file of its session) byte for byte; [] when there
+    is nothing to undo.  Every file is checked before any is written."""
     root = _root(root)
     record = root / STATE_DIR / MANIFEST
     if not record.is_file():
         return []
     try:
         manifest = json.loads(record.read_text(encoding="utf-8"))
-        files = manifest["files"]
+        files = list(manifest["files"])
+        for item in files:
+            item["path"], item["backup"]  # noqa: B018  (a record without them is unreadable)
     except (OSError, ValueError, KeyError, TypeError):
         raise PatchError(f"cannot read the undo record {record}") from None
-    plan = []
-    for item in files:
+    # Newest first: a file patched twice in one session goes back through its intermediate text.
+    current: Dict[str, Optional[bytes]] = {}
+    final: Dict[str, tuple] = {}
+    backups = []
+    for item in reversed(files):
         rel = item["path"]
         path = safe_path(root, rel)
         backup = root / item["backup"]
@@ -236,20 +297,50 @@ def undo(root: Path, force: bool = False) -> List[str]:
             original = backup.read_bytes()
         except (OSError, ValueError):
             raise PatchError(f"cannot undo {rel}: its backup {item['backup']} is missing") from None
-        if path.exists():
-            current = _read(path, rel)
-            if _sha256(current) != item.get("sha256_after") and not force:
+        backups.append(backup)
+        if rel not in current:
+            current[rel] = _read(path, rel) if path.exists() else None
+        if current[rel] is not None:
+            if _sha256(current[rel]) != item.get("sha256_after") and not force:
                 raise PatchError(f"{rel} changed since tracefix patched it; refusing to undo (use --force to restore "
                                  "the backup anyway)")
-            _check_writable(path, rel)
-            mode = stat.S_IMODE(path.stat().st_mode)
-        else:
-            mode = None
-        plan.append((rel, path, original, mode))
-    for rel, path, original, mode in plan:
+        if rel not in final:
+            if path.exists():
+                _check_writable(path, rel)
+                mode: Optional[int] = stat.S_IMODE(path.stat().st_mode)
+            else:
+                mode = None
+            final[rel] = (path, mode)
+        current[rel] = original
+    restored = []
+    for rel, (path, mode) in final.items():
         try:
-            _atomic_write(path, original, mode)
+            _atomic_write(path, current[rel], mode)
         except OSError as exc:
             raise PatchError(f"cannot restore {rel}: {exc.strerror or exc}") from None
+        restored.append(rel)
     record.unlink()
-    return [rel for rel, *_ in plan]
+    for backup in backups:
+        try:
+            backup.unlink()
+        except OSError:
+            pass
+    _forget_applied(root, set(restored))
+    tidy_state(root)
+    return sorted(restored, key=[item["path"] for item in files].index)
+
+
+def _forget_applied(root: Path, restored) -> None:
+    """Drop the journal entries of the restored files: applying that log again must patch again."""
+    path = root / STATE_DIR / JOURNAL
+    journal = _read_manifest(path)
+    if journal is None:
+        return
+    kept = {k: v for k, v in journal.items() if not (isinstance(v, dict) and restored & set(v))}
+    try:
+        if kept:
+            _atomic_write(path, json.dumps(kept, indent=1).encode("utf-8"), None)
+        else:
+            path.unlink()
+    except OSError:
+        pass

@@ -1,2 +1,2 @@
 def prepare(model):
-    pass  # FIX: model-cast
+    pass

@@ -1,8 +1,6 @@
 import torch
 
 model = Net().cuda()
-# halve the memory
-# FIX: model-cast
 opt = torch.optim.AdamW(model.parameters())
 scaler = torch.cuda.amp.GradScaler()
 for step, batch in enumerate(loader):

@@ -1,0 +1,5 @@
+import torch
+
+# the model
+model = Net().cuda()
+opt = torch.optim.AdamW(model.parameters())

@@ -1,0 +1,255 @@
+"""A new user's first hour (issue 12): labels that hold, restores, exit codes, undo, --pick, help,
+messages, and a repository that stands alone."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SAMPLE_LIST, copy_sample, run_tracefix
+
+SAMPLES = {s.name: s for s in SAMPLE_LIST}
+
+
+def tracefix(*args, cwd=None, stdin=None, env=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "tracefix", *map(str, args)], cwd=cwd, input=stdin,
+                          capture_output=True, timeout=timeout, env=env)
+
+
+def snapshot(root: Path):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+# --- 1. insufficient: reducing at backward() while the loss is used as a number afterwards --------
+def _propose(tmp_path, text, line):
+    from tracefix.patcher import propose
+    from tracefix.records import Diagnosis, FixSite, Traceback
+
+    (tmp_path / "train.py").write_text(text)
+    code = text.splitlines()[line - 1]
+    site = FixSite(path="train.py", line=line, code=code.strip(), col=len(code) - len(code.lstrip()),
+                   kind="backward-receiver", score=1.0)
+    diag = Diagnosis("nonscalar-backward", "t", 1.0, Traceback("RuntimeError", "m"), fix_sites=(site,))
+    return propose(diag, tmp_path)
+
+
+LOOP = "import torch\nfor x in data:\n    loss = crit(model(x), y)\n    loss.backward()\n    {use}\n"
+NUMBER_USES = ["print(loss.item())", "total += float(loss)", "print(f'{loss:.3f}')",
+               "print('loss %.3f' % loss)", "best = min(best, int(loss))", "stop = loss < 0.1",
+               "logger.info('loss %s', loss)", "writer.add_scalar('loss', loss.detach().cpu().item(), 1)",
+               "print('loss {}'.format(loss))"]
+
+
+@pytest.mark.parametrize("use", NUMBER_USES)
+def test_reducing_only_at_backward_is_insufficient_when_the_loss_is_a_number_later(tmp_path, use):
+    patches = _propose(tmp_path, LOOP.format(use=use), 4)
+    assert patches
+    for p in patches:   # .mean(), .sum() and gradient=ones_like at backward(): the error moves to line 5
+        assert p.applicability == "insufficient", (p.summary, use)
+        assert "train.py:5" in p.reason and "'loss'" in p.reason, p.reason
+
+
+def test_reducing_at_backward_stays_safe_when_the_loss_is_not_read_again(tmp_path):
+    patches = _propose(tmp_path, LOOP.format(use="opt.step()"), 4)
+    assert patches[0].applicability == "safe" and "loss.mean().backward()" in patches[0].files[0][2]
+
+
+def test_insufficient_patches_rank_last_and_are_never_written(tmp_path):
+    sample = SAMPLES["nonscalar-weighted-mse"]
+    root = copy_sample(sample, tmp_path)
+    proc = tracefix("--format", "json", "--root", root, stdin=sample.log.read_bytes())
+    patches = json.loads(proc.stdout)["diagnoses"][0]["patches"]
+    labels = [p["applicability"] for p in patches]
+    assert labels[0] == "safe" and "insufficient" in labels
+    assert labels == sorted(labels, key=lambda a: a == "insufficient"), labels   # all at the end
+    n = labels.index("insufficient") + 1
+    before = snapshot(root)
+    proc = tracefix("--apply", "--pick", n, "--root", root, "--format", "plain", stdin=sample.log.read_bytes())
+    assert proc.returncode == 3
+    assert b"insufficient" in proc.stderr and b"loss.item()" in proc.stderr
+    assert snapshot(root) == before
+    plain = tracefix("--format", "plain", "--root", root, stdin=sample.log.read_bytes()).stdout.decode()
+    assert f"patch {n} (not applicable, insufficient)" in plain
+    assert "insufficient because: 'loss' is used as a number at train.py:" in plain
+
+
+# --- 2. a failed --verify restores the files ------------------------------------------------------
+TWO_BUGS = (
+    "import torch\r\n"
+    "import torch.nn as nn\r\n"
+    "torch.manual_seed(0)\r\n"
+    "model = nn.Linear(4, 1)\r\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\r\n"
+    "crit = nn.MSELoss(reduction='none')\r\n"
+    "x, y = torch.randn(8, 4), torch.randn(8, 1)\r\n"
+    "for step in range(3):\r\n"
+    "    opt.zero_grad()\r\n"
+    "    loss = crit(model(x), y)\r\n"
+    "    loss.backward()\r\n"
+    "    opt.step()\r\n"
+    "    print('step', step, 'loss', loss.mean().item(), 'lr', opt.param_groups[0]['learning_rate'])"
+)
+
+
+@pytest.mark.torch
+def test_failed_verify_restores_the_files_byte_for_byte(tmp_path):
+    (tmp_path / "train.py").write_bytes(TWO_BUGS.encode())   # CRLF, no final newline
+    os.chmod(tmp_path / "train.py", 0o640)
+    before = snapshot(tmp_path)
+    proc = tracefix("run", "--apply", "--verify", "--format", "json", "--root", tmp_path, "--",
+                    sys.executable, "train.py", cwd=tmp_path)
+    report = json.loads(proc.stdout)
+    err = proc.stderr.decode()
+    assert proc.returncode == 3, err[-3000:]
+    assert report["verification"] == "new error" and report["exit_code"] == 3
+    assert report["restored"] == "train.py"
+    assert snapshot(tmp_path) == before                      # byte for byte, and no .tracefix left
+    assert (tmp_path / "train.py").stat().st_mode & 0o777 == 0o640
+    line = next(ln for ln in err.splitlines() if "restored byte for byte" in ln)
+    assert "KeyError: 'learning_rate'" in line                # why, in the same one line
+    assert tracefix("undo", "--root", tmp_path).returncode == 1   # nothing half-done to undo
+
+
+# --- 3. exit codes --------------------------------------------------------------------------------
+def test_run_apply_on_an_unknown_error_is_not_patched(tmp_path):
+    proc = tracefix("run", "--apply", "--format", "plain", "--", sys.executable, "-c",
+                    "raise KeyError('x')", cwd=tmp_path)
+    assert proc.returncode == 3
+    assert b"not patched" in proc.stderr
+    assert proc.stdout.decode().rstrip().splitlines()[-1] == "exit code: 3"
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["--format", "yaml", "x.log"], ["explain"],
+                                  ["--pick", "1", "x.log"], ["--apply", "--pick", "0", "x.log"],
+                                  ["run", "--pick", "2", "--", "true"], ["undo", "--nope"]])
+def test_usage_errors_are_one_line_on_stderr(argv, tmp_path):
+    shutil.copy(SAMPLES["nonscalar-weighted-mse"].log, tmp_path / "x.log")   # a log that diagnoses
+    proc = tracefix(*argv, cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tracefix: error: "), lines
+    assert proc.stdout == b""
+
+
+# --- 4. repeat and undo ---------------------------------------------------------------------------
+def _git(root, *args):
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True,
+                          env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                                   GIT_COMMITTER_EMAIL="t@t")).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_second_apply_says_already_applied_and_undo_works_from_inside(tmp_path):
+    sample = SAMPLES["inplace-residual-augassign"]
+    root = copy_sample(sample, tmp_path)
+    (root / "sub").mkdir()
+    (root / "sub" / "keep.txt").write_text("x")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "start")
+    before = snapshot(root)
+    log = sample.log.read_bytes()
+    first = tracefix("--apply", "--format", "plain", cwd=root, stdin=log)
+    assert first.returncode == 0, first.stderr
+    assert (root / ".tracefix" / ".gitignore").read_text().strip().endswith("*")
+    assert _git(root, "status", "--porcelain").split() == ["M", "models.py"]   # .tracefix never shows
+    second = tracefix("--apply", "--format", "plain", cwd=root, stdin=log)
+    assert second.returncode == 0
+    assert b"already applied" in second.stderr and b"tracefix undo" in second.stderr
+    undo = tracefix("undo", cwd=root / "sub")                  # from inside the project
+    assert undo.returncode == 0, undo.stderr
+    assert snapshot(root) == before                            # and .tracefix is gone
+    again = tracefix("undo", cwd=root / "sub")
+    assert again.returncode == 1
+    assert str(root / "sub") in again.stdout.decode() and "above" in again.stdout.decode()
+    with_root = tracefix("undo", "--root", root, cwd=tmp_path)
+    assert with_root.returncode == 1 and str(root / ".tracefix") in with_root.stdout.decode()
+
+
+# --- 5. --pick -------------------------------------------------------------------------------------
+def test_pick_out_of_range_is_grammatical(tmp_path):
+    sample = SAMPLES["fp16-build-model-dtype"]
+    root = copy_sample(sample, tmp_path)
+    proc = tracefix("--apply", "--pick", "2", "--root", root, "--format", "plain", stdin=sample.log.read_bytes())
+    assert proc.returncode == 3
+    assert b"--pick 2: there is 1 patch" in proc.stderr
+
+
+# --- 6. help ---------------------------------------------------------------------------------------
+def test_top_level_help_shows_the_default_commands_options():
+    out = tracefix("--help").stdout.decode()
+    for option in ("--root", "--format", "--apply", "--pick", "--no-patch", "--knowledge"):
+        assert re.search(rf"^\s+{option}\b", out, re.M), option
+    for command in ("diagnose", "run", "undo", "hook", "explain", "list"):
+        assert re.search(rf"^\s+{command}\s", out, re.M), command
+
+
+def test_readme_quick_start_for_a_new_user():
+    readme = (REPO / "README.md").read_text()
+    quick = readme[readme.index("## Quick start"):readme.index("## Using it")]
+    assert quick.index("python -m venv") < quick.index("pip install .")
+    assert "minutes" in quick and "editable" in quick
+    assert "diagnose" in readme and "tracefix hook" in readme and "insufficient" in readme
+
+
+# --- 7. messages -----------------------------------------------------------------------------------
+def test_empty_input_has_its_own_message(tmp_path):
+    (tmp_path / "empty.log").write_bytes(b"")
+    for proc in (tracefix(tmp_path / "empty.log"), tracefix(stdin=b"")):
+        assert proc.returncode == 1
+        assert b"the input is empty" in proc.stderr
+        assert b"no known PyTorch error" not in proc.stdout + proc.stderr
+
+
+def test_inplace_function_form_names_the_tensor(tmp_path):
+    from tracefix.patcher import propose
+    from tracefix.records import Diagnosis, FixSite, Traceback
+
+    (tmp_path / "m.py").write_text("import torch\n\n\ndef f(x):\n    logits = x * 2\n    y = torch.sigmoid_(logits)\n"
+                                   "    return y + logits\n")
+    site = FixSite(path="m.py", line=6, code="y = torch.sigmoid_(logits)", col=4, kind="inplace-method", score=1)
+    (p,) = propose(Diagnosis("inplace-modification", "t", 1.0, Traceback("RuntimeError", "m"), fix_sites=(site,)),
+                   tmp_path)
+    assert p.applicability == "unsafe"
+    assert "'logits' is no longer modified in place" in p.reason and "torch is" not in p.reason
+
+
+def test_rich_title_is_not_cut_mid_word_at_80_columns():
+    from tracefix.knowledge import find_entry, load_entries
+
+    entries = load_entries([])
+    for sample in {s.id: s for s in SAMPLE_LIST}.values():
+        proc = tracefix("--format", "rich", "--no-patch", "--root", sample.dir, sample.log,
+                        env=dict(os.environ, COLUMNS="80", NO_COLOR="1"))
+        top = proc.stdout.decode().splitlines()[0]
+        assert len(top) <= 80
+        title = top.strip("╭╮─ ").split(": ", 1)[1]
+        full = find_entry(entries, sample.id).title
+        if title.endswith("…"):     # shortened: at a word boundary, and no half-shown confidence
+            shown = title[:-1]
+            assert full.startswith(shown) and full[len(shown)] in " ,;:(", (title, full)
+        else:
+            assert re.fullmatch(re.escape(full) + r"(  \[\d\.\d\d\])?", title), (title, full)
+
+
+# --- 9. the repository stands alone ------------------------------------------------------------------
+def test_no_repository_file_points_outside_it():
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    files = [REPO / f for f in tracked if not f.endswith(".log")] or \
+        [p for p in REPO.rglob("*") if p.is_file() and ".git" not in p.parts and p.suffix != ".log"]
+    bad = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if re.search(r"(?<![\w/])/work/|\.\./shared|shared/pytorch-error-formats", line) \
+                    and "test_no_repository_file_points_outside_it" not in text:
+                bad.append(f"{path.relative_to(REPO)}:{n}: {line.strip()[:80]}")
+    assert not bad, bad
+    assert (REPO / "docs" / "message-formats.md").is_file()
