@@ -195,11 +195,14 @@ class LocateContext:
                                       f"{fr.line} is now line {m.line}.")
             out.append(m)
         if report:
-            if user and not out:
+            if user and (not out or out[0].frame is not user[0]):
+                # The innermost frame of user code is where the reasoning starts: matching only some
+                # outer line (`main()`) proves nothing, so nothing is proposed.
                 self.foreign = True
+                out = []
                 shown = ", ".join(f"{_base(fr.path)}:{fr.line}" for fr in user[:3])
                 self.notes.append(f"The log does not come from the files under {self.root}: no file there reads "
-                                  f"what its frames show ({shown}); nothing is proposed.")
+                                  f"what its innermost frames show ({shown}); nothing is proposed.")
             else:
                 for path in missing:
                     self.notes.append(f"{path} (from the log) was not found under {self.root}.")
