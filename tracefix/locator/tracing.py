@@ -345,8 +345,12 @@ def src(sf: SourceFile, node: ast.AST) -> str:
 
 
 def func_name(sf: SourceFile, node: ast.AST) -> str:
+    """'WeightedLoss.forward()' / 'compute_loss()' for the function holding node; 'The module' at top level."""
     fn = sf.scope_of(node)
-    return f"{getattr(fn, 'name', 'the module')}()" if isinstance(fn, FUNC_TYPES) else "The module"
+    if not isinstance(fn, FUNC_TYPES):
+        return "The module"
+    cls = sf.parent(fn)
+    return f"{cls.name}.{fn.name}()" if isinstance(cls, ast.ClassDef) else f"{fn.name}()"
 
 
 def contains(outer: ast.AST, inner: ast.AST) -> bool:

@@ -284,10 +284,30 @@ class _Nonscalar(Tracer):
             return []
         out: List[Tuple[SourceFile, ast.Return]] = []
         for csf, fn in self.callees(sf, scope, value, assign.lineno, wide=True):
+            rets = [r for r in returns(fn) if not isinstance(r.value, ast.Constant)]
             if getattr(fn, "name", "") not in LOSS_FN_NAMES:
-                continue
-            out.extend((csf, r) for r in returns(fn) if not isinstance(r.value, ast.Constant))
+                # Any other project function or loss module counts when the code shows it returns
+                # per-sample values: a criterion built with reduction='none' feeds what it returns.
+                rets = [r for r in rets if self._fed_by_unreduced_criterion(csf, fn, r.value, r.lineno + 1)]
+            out.extend((csf, r) for r in rets)
         return out
+
+    def _fed_by_unreduced_criterion(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int,
+                                    depth: int = 0) -> bool:
+        """Does a reduction='none' criterion call feed expr (through names, arithmetic, indexing)?"""
+        if depth > MAX_DEPTH or expr is None:
+            return False
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call):
+                kw = keyword(node, "reduction")
+                if kw is not None and const_str(kw.value) == "none":
+                    return True
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                a = self.last_assign(sf, scope, node.id, line)
+                if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None and \
+                        self._fed_by_unreduced_criterion(sf, scope, a.value, a.lineno, depth + 1):
+                    return True
+        return False
 
     def _per_sample_returns(self) -> None:
         """The crash is inside a library (Lightning, a Trainer): look at training_step/compute_loss."""
