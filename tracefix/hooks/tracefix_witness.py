@@ -533,9 +533,13 @@ class _Recorder:
         inplace = getattr(module, "inplace", None)
         torch_cls = cls.__module__.startswith("torch.nn")
         desc = ("nn." if torch_cls else "") + cls.__name__
+        reduction = getattr(module, "reduction", None)
         if inplace is True:
             desc += "(inplace=True)"
+        elif isinstance(reduction, str) and reduction != "mean":
+            desc += "(reduction=%r)" % reduction
         return {"name": qual, "class": cls.__name__, "desc": desc, "inplace": inplace,
+                "reduction": reduction if isinstance(reduction, str) else None,
                 "torch": torch_cls, "frames": frames}
 
     # -- optimizer -----------------------------------------------------------------------------
@@ -745,6 +749,8 @@ def _explain_inplace(rec, msg, exc_frames):
         if want.get("shape") is not None:
             if w["shape"] == want["shape"]:
                 score += 3
+            elif sorted(w["shape"]) == sorted(want["shape"]):
+                score += 2     # autograd saved a transposed view (a Linear weight is saved as weight.t())
             else:
                 score -= 2
         if want.get("dtype") and w["dtype"] == want["dtype"]:
@@ -769,22 +775,37 @@ def _explain_inplace(rec, msg, exc_frames):
             "op": w["op"], "no_grad": w["no_grad"]}
     backward = [_site("backward", exc_frames[0], "the backward that needed the old value")] if exc_frames else []
     shape = "[%s]" % ", ".join(map(str, w["shape"]))
-    if w["leaf"] and w["step"] is not None:
+    if w["leaf"]:
+        # A parameter (or another leaf) changed between the forward that saved it and the backward.
         kind = "param-update"
         step = w["step"]
-        if step["frames"]:
-            sites.append(_site("step", step["frames"][0], "%s.step() updated the parameter in place" % step["opt"]))
-        sites += backward
         pname = _param_name(rec, w)
-        data["optimizer"] = step["opt"]
-        summary = "parameter %s%s was updated in place by %s.step()%s between the forward that saved it and " \
-                  "the backward%s" % ((pname + " ") if pname else "", shape, step["opt"],
-                                      (" at " + _where(step["frames"][0])) if step["frames"] else "",
-                                      (" at " + _where(exc_frames[0])) if exc_frames else "")
         if pname:
             data["param_name"] = pname
+        by_frames = step["frames"] if step is not None else frames
+        if step is not None:
+            data["optimizer"] = step["opt"]
+            how = "%s.step()" % step["opt"]
+            role, detail = "step", "%s.step() updated the parameter in place" % step["opt"]
+        else:
+            how = w["op"]
+            role, detail = "write", "%s: version %d -> %d%s" % (w["op"], w["v0"], w["v1"],
+                                                               " under no_grad" if w["no_grad"] else "")
+        if by_frames:
+            sites.append(_site(role, by_frames[0], detail))
+            for outer in by_frames[1:3]:     # the user's calls that led there, innermost first
+                sites.append(_site("caller", outer, "called from here"))
+        sites += backward
+        where = ""
+        if by_frames:
+            where = " at " + _where(by_frames[0])
+            if len(by_frames) > 1:
+                where += " (called from %s)" % _where(by_frames[1])
+        summary = "parameter %s%s was changed in place by %s%s between the forward that saved it and " \
+                  "the backward%s" % ((pname + " ") if pname else "", shape, how, where,
+                                      (" at " + _where(exc_frames[0])) if exc_frames else "")
     else:
-        kind = "inplace-write" if not w["leaf"] else "param-update"
+        kind = "inplace-write"
         op = w["op"]
         if frames:
             sites.append(_site("write", frames[0], "%s: version %d -> %d" % (op, w["v0"], w["v1"]),
@@ -847,14 +868,22 @@ def _explain_nonscalar(rec, msg, exc_frames):
         sites.append(_site("creator", fr, detail, mod["name"] if mod else ""))
         if not creator_txt:
             creator_txt = " made by %s%s at %s" % (c["op"], ("(%s)" % c["detail"]) if c["detail"] else "", _where(fr))
-            if mod is not None and mod["frames"] and mod["torch"]:     # a loss module: where it was built
+            if mod is not None and mod["frames"] and mod["torch"] and mod["reduction"] is not None:  # a loss module
                 built = mod["frames"][0]
-                sites.append(_site("construct", built, "%s built here" % mod["desc"], mod["name"]))
+                construct = _site("construct", built, "%s built here" % mod["desc"], mod["name"])
+                if mod["reduction"] == "none":      # the construction decided it: that site first
+                    sites.insert(len(sites) - 1, construct)
+                else:
+                    sites.append(construct)
                 creator_txt += " (%s, built at %s)" % (mod["desc"], _where(built))
         if len(sites) >= 4:
             break
     if where is not None:
-        sites.append(_site("backward", where, "%s() on a non-scalar" % ns["op"]))
+        call = _site("backward", where, "%s() on a non-scalar" % ns["op"])
+        if ns["op"] == "grad":   # autograd.grad of a non-scalar: grad_outputs belongs at this call
+            sites.insert(0, call)
+        else:
+            sites.append(call)
     summary = "the value passed to %s()%s has shape %s (%s), not a scalar%s" % (
         ns["op"], (" at " + _where(where)) if where else "", shape, ns["dtype"],
         ("; it was" + creator_txt) if creator_txt else "")
