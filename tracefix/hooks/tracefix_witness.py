@@ -955,11 +955,12 @@ def _evidence_block(exc):
 
 
 # --- printing at the crash -----------------------------------------------------------------------
-def _print_block(exc):
+def _print_block(exc, block=None):
     if exc is None or id(exc) in _state["printed"]:
         return
     _state["printed"].add(id(exc))
-    block = evidence_block(exc)
+    if block is None:
+        block = evidence_block(exc)
     if not block:
         return
     try:
@@ -973,22 +974,66 @@ def _print_block(exc):
         pass
 
 
+def _strip_own_frames(exc, tb):
+    """The traceback without the witness's own frames (its mode handler sits between the user's
+    call and torch's), so that the printed traceback reads exactly as without the witness."""
+    own = os.path.normcase(os.path.abspath(__file__))
+    if own.endswith((".pyc", ".pyo")):
+        own = own[:-1]
+
+    def dispatch(t):      # torch's handle_torch_function, which called the mode
+        code = t.tb_frame.f_code
+        return code.co_name == "handle_torch_function" and code.co_filename.replace("\\", "/").endswith(
+            "torch/overrides.py")
+
+    def strip(t):
+        kept = []
+        while t is not None:
+            nxt = t.tb_next
+            if os.path.normcase(t.tb_frame.f_code.co_filename) == own or dispatch(t):
+                pass
+            elif nxt is not None and dispatch(nxt) and not _is_user(t.tb_frame.f_code.co_filename):
+                pass          # the torch function that handed the call to the mode: it runs again below
+            else:
+                kept.append(t)
+            t = nxt
+        for a, b in zip(kept, kept[1:] + [None]):
+            a.tb_next = b
+        return kept[0] if kept else None
+
+    try:
+        seen = set()
+        e = exc
+        while e is not None and id(e) not in seen:
+            seen.add(id(e))
+            if e.__traceback__ is not None:
+                e.__traceback__ = strip(e.__traceback__)
+            e = e.__cause__ or e.__context__
+        return exc.__traceback__ if exc is not None and tb is not None else tb
+    except Exception:
+        return tb
+
+
 def _excepthook_wrapper(previous):
     def excepthook(etype, value, tb):
+        block = evidence_block(value)       # before anything else runs
         try:
-            previous(etype, value, tb)
+            previous(etype, value, _strip_own_frames(value, tb))
         finally:
-            _print_block(value)
+            _print_block(value, block)
     excepthook._tracefix_previous = previous
     return excepthook
 
 
 def _thread_excepthook_wrapper(previous):
     def excepthook(args):
+        value = getattr(args, "exc_value", None)
+        block = evidence_block(value)
         try:
+            _strip_own_frames(value, getattr(args, "exc_traceback", None))
             previous(args)
         finally:
-            _print_block(getattr(args, "exc_value", None))
+            _print_block(value, block)
     excepthook._tracefix_previous = previous
     return excepthook
 
