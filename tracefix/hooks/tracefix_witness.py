@@ -43,8 +43,17 @@ _IS_WITNESS = True
 VERSION = 1
 MARK = "tracefix-witness: "
 DATA_MARK = "tracefix-witness-data: "
-DISARM_STEPS = 3            # successful optimizer steps: most of these crashes happen before
-DISARM_BACKWARDS = 8        # ... or successful backward passes (loops without a torch optimizer)
+def _env_int(name, default):
+    try:
+        return max(1, int(os.environ.get(name, "") or default))
+    except ValueError:
+        return default
+
+
+# Successful optimizer steps after which the witness removes itself (most of these crashes happen
+# on the first backward); TRACEFIX_WITNESS_STEPS overrides it (the benchmark measures armed steps).
+DISARM_STEPS = _env_int("TRACEFIX_WITNESS_STEPS", 3)
+DISARM_BACKWARDS = max(8, 2 * DISARM_STEPS + 2)   # ... or backward passes (loops without a torch optimizer)
 MAX_WRITES = 4096
 MAX_CREATORS = 20000
 MAX_FRAMES = 4
