@@ -34,7 +34,7 @@ TIMEOUT = 300
 
 def _env(**extra) -> dict:
     env = dict(os.environ)
-    for k in ("TRACEFIX_ANOMALY", "TRACEFIX_VERIFY_STEPS", "NO_COLOR", "FORCE_COLOR"):
+    for k in ("TRACEFIX_ANOMALY", "TRACEFIX_VERIFY_STEPS", "TRACEFIX_WITNESS", "NO_COLOR", "FORCE_COLOR"):
         env.pop(k, None)
     env.update(extra)
     return env
@@ -218,8 +218,11 @@ def test_hook_print_env_formats():
     sh = cli("--anomaly", "--verify-steps", "3")
     assert sh.returncode == 0
     assert sh.stdout.splitlines() == [f"export PYTHONPATH={HOOKS_DIR}{os.pathsep}/opt/x",
-                                      "export TRACEFIX_ANOMALY=1", "export TRACEFIX_VERIFY_STEPS=3"]
-    ps = cli("--anomaly", "--shell", "powershell").stdout.splitlines()
+                                      "export TRACEFIX_ANOMALY=1", "export TRACEFIX_VERIFY_STEPS=3",
+                                      "export TRACEFIX_WITNESS=1"]
+    assert cli().stdout.splitlines() == [f"export PYTHONPATH={HOOKS_DIR}{os.pathsep}/opt/x",
+                                         "export TRACEFIX_WITNESS=1"]          # the witness is on by default
+    ps = cli("--anomaly", "--no-witness", "--shell", "powershell").stdout.splitlines()
     assert ps == [f'$env:PYTHONPATH = "{HOOKS_DIR}{os.pathsep}/opt/x"', '$env:TRACEFIX_ANOMALY = "1"']
     cmd = cli("--verify-steps", "2", "--shell", "cmd").stdout.splitlines()
     assert cmd[1] == "set TRACEFIX_VERIFY_STEPS=2" and cmd[0].startswith("set ") and str(HOOKS_DIR) in cmd[0]
@@ -294,7 +297,8 @@ def test_apply_verify_nonscalar_patched_the_copy_only(verify_apply_run):
 def test_anomaly_rerun_finds_the_true_culprit(tmp_path):
     name = "inplace-residual-augassign"
     work = copy_sample(name, tmp_path)
-    run = tracefix_run(["--anomaly", "--format", "json", "--root", str(work), "--",
+    # --no-witness: the witness's evidence would make the anomaly re-run unnecessary (test_witness.py)
+    run = tracefix_run(["--anomaly", "--no-witness", "--format", "json", "--root", str(work), "--",
                         sys.executable, "train.py"], work)
     assert run.returncode == 1, run.stderr[-3000:]
     assert b"anomaly mode is slow" in run.stderr
@@ -344,9 +348,9 @@ def test_anomaly_with_python_dash_m(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "layers.py").write_text(PKG_LAYERS)
     (pkg / "train.py").write_text(PKG_TRAIN)
-    run = tracefix_run(["--anomaly", "--format", "json", "--root", str(tmp_path), "--",
+    run = tracefix_run(["--anomaly", "--no-witness", "--format", "json", "--root", str(tmp_path), "--",
                         sys.executable, "-m", "pkg.train"], tmp_path,
-                       env=_env(PYTHONPATH=str(tmp_path / "elsewhere")))   # an existing PYTHONPATH is kept
+                       env=_env(PYTHONPATH=os.pathsep.join([str(tmp_path / "elsewhere"), str(REPO)])))  # kept
     assert run.returncode == 1, run.stderr[-3000:]
     assert b"Traceback of forward call that caused the error" in run.stderr
     (diag,) = json.loads(run.stdout)["diagnoses"]

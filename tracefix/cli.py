@@ -309,14 +309,16 @@ def undo_cmd(root) -> None:
 @click.option("--steps", type=click.IntRange(1, 1000), default=2, show_default=True,
               help="Successful backward passes + optimizer steps that --verify waits for.")
 @click.option("--anomaly", is_flag=True,
-              help="For an in-place error without a forward trace, re-run once under anomaly mode (slow) to pinpoint it.")
+              help="For an in-place error the witness could not explain, re-run once under anomaly mode (slow) to pinpoint it.")
+@click.option("--no-witness", "no_witness", is_flag=True,
+              help="Do not arm the witness (the hook that records in-place writes, non-scalar losses and half casts).")
 @click.option("--root", type=click.Path(file_okay=False), default=None)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None)
 @click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path())
 @click.option("--pick", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --apply: write patch N instead of the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def run_cmd(do_apply, verify, steps, anomaly, root, fmt, knowledge_dirs, pick, command) -> None:
+def run_cmd(do_apply, verify, steps, anomaly, no_witness, root, fmt, knowledge_dirs, pick, command) -> None:
     """Run COMMAND (after --); if it crashes, diagnose it (and patch, verify)."""
     from tracefix.runner import run_main
 
@@ -325,7 +327,8 @@ def run_cmd(do_apply, verify, steps, anomaly, root, fmt, knowledge_dirs, pick, c
 
     entries = _load(knowledge_dirs)
     sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),
-                      apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=_color()))
+                      apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=_color(),
+                      witness=not no_witness))
 
 
 @main_group.command("hook")
@@ -333,12 +336,13 @@ def run_cmd(do_apply, verify, steps, anomaly, root, fmt, knowledge_dirs, pick, c
 @click.option("--anomaly", is_flag=True, help="Switch on torch.autograd anomaly detection.")
 @click.option("--verify-steps", type=click.IntRange(1, 1000), default=None,
               help="End the process cleanly after N successful optimizer steps.")
+@click.option("--no-witness", "no_witness", is_flag=True, help="Leave the witness out (it is on by default).")
 @click.option("--shell", type=click.Choice(["sh", "powershell", "cmd"]), default="sh", show_default=True)
-def hook_cmd(print_env, anomaly, verify_steps, shell) -> None:
-    """Print the environment to use tracefix's anomaly/verify hooks in your own launcher."""
+def hook_cmd(print_env, anomaly, verify_steps, no_witness, shell) -> None:
+    """Print the environment to use tracefix's hooks (witness; anomaly, verify) in your own launcher."""
     from tracefix.runner import format_env, hook_env
 
-    click.echo(format_env(hook_env(anomaly=anomaly, verify_steps=verify_steps), shell))
+    click.echo(format_env(hook_env(anomaly=anomaly, verify_steps=verify_steps, witness=not no_witness), shell))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

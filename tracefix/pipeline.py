@@ -46,7 +46,8 @@ def collect(stream: BinaryIO, entries: Sequence[Entry]) -> Report:
                 found[key] = diag
         else:
             ranks = tuple(sorted(set(seen.ranks) | set(diag.ranks)))
-            better = diag if (diag.traceback.anomaly_frames and not seen.traceback.anomaly_frames) else seen
+            better = diag if ((diag.traceback.anomaly_frames and not seen.traceback.anomaly_frames)
+                              or (diag.traceback.evidence and not seen.traceback.evidence)) else seen
             found[key] = replace(better, ranks=ranks, confidence=max(seen.confidence, diag.confidence))
     diagnoses = _drop_weaker_duplicates(list(found.values()))
     return Report(tuple(diagnoses), tuple(unknown))

@@ -8,6 +8,12 @@ where it can) and only the first and last chunk and a chunk around each header a
 message pasted with no traceback is therefore found in a small log, and at the head or the end
 of a big one.  Knows logs, knows nothing of PyTorch: the caller passes a ``bare`` predicate for
 messages pasted without a traceback.
+
+Witness evidence (``tracefix-witness-data: {json}``, printed by tracefix's interpreter hook right
+after Python's traceback) is attached to the exception that precedes it in the same rank's
+lines (the last one of a chain), when its exception type agrees; a block with no such exception
+before it, with broken or truncated JSON, or of an unknown version is ignored.  The summary line
+(``tracefix-witness: ...``) only ends an exception message; the data line carries everything.
 """
 from __future__ import annotations
 
@@ -19,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from tracefix import scan
-from tracefix.records import Frame, Traceback
+from tracefix.hooks import WITNESS_DATA_MARK, WITNESS_MARK
+from tracefix.records import Evidence, EvidenceSite, Frame, Traceback
 
 CHUNK = 1 << 20
 FULL_SCAN = 2 << 20          # always parse this much of the head: small pastes get every heuristic
@@ -113,6 +120,46 @@ def _split_prefix(text: str) -> Tuple[Optional[int], str, bool]:
             rank = int(m.group("r1") or m.group("r2") or m.group("r3"))
             text = text[m.end():]
     return rank, text, stamped
+
+
+_WITNESS_MAX_SITES = 16
+
+
+def parse_evidence(text: str) -> Optional[Evidence]:
+    """The Evidence of one ``tracefix-witness-data: {json}`` line (prefixes already stripped);
+    None for anything malformed: truncated JSON, another version, missing fields."""
+    got = _parse_witness(text)
+    return got[0] if got else None
+
+
+def _parse_witness(text: str) -> Optional[Tuple[Evidence, str]]:
+    """(evidence, the exception type it explains) of a data line, or None."""
+    text = text.strip()
+    if not text.startswith(WITNESS_DATA_MARK):
+        return None
+    raw = text[len(WITNESS_DATA_MARK):].strip()
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("v") != 1:
+        return None
+    kind, summary, sites = data.get("kind"), data.get("summary"), data.get("sites", [])
+    if not isinstance(kind, str) or not isinstance(summary, str) or not isinstance(sites, list):
+        return None
+    out = []
+    for item in sites[:_WITNESS_MAX_SITES]:
+        if not isinstance(item, dict):
+            return None
+        role, path, line = item.get("role"), item.get("path"), item.get("line")
+        if not isinstance(role, str) or not isinstance(path, str) or type(line) is not int or line < 0:
+            return None
+        fields = [item.get(k, "") for k in ("code", "detail", "module")]
+        out.append(EvidenceSite(role, path, line, *(f if isinstance(f, str) else str(f) for f in fields)))
+    exc = data.get("exc")
+    return Evidence(kind, clean_line(summary), tuple(out), raw), exc if isinstance(exc, str) else ""
 
 
 def _indent(text: str) -> int:
@@ -505,8 +552,30 @@ class _RankParser:
         self.chain_pending = False
 
     # -- feed --
+    def _witness(self, text: str) -> None:
+        """A witness line: it ends an exception message; the data line is attached to the
+        exception just emitted (the last of its chain) when the exception types agree."""
+        if self.cur is not None and self.state == "message":
+            self._emit()
+        if not text.startswith(WITNESS_DATA_MARK) or self.cur is not None or not self.out:
+            return
+        got = _parse_witness(text)
+        if got is None:
+            return
+        ev, exc = got
+        last = self.out[-1]
+        if last.evidence is not None or not last.message:
+            return
+        if exc and last.exc_type and last.exc_type.rsplit(".", 1)[-1] != exc.rsplit(".", 1)[-1]:
+            return
+        self.out[-1] = replace(last, evidence=ev)
+
     def feed(self, text: str, line_no: int, stamped: bool = False) -> None:
         self.stamped = stamped
+        if text.startswith("tracefix-witness"):
+            if text.startswith(WITNESS_MARK) or text.startswith(WITNESS_DATA_MARK):
+                self._witness(text)
+                return
         if self.anomaly is not None:
             self.anomaly.age += 1
             if self.anomaly.age > self.ANOMALY_TTL:
@@ -755,7 +824,8 @@ class _RankParser:
 # every layout, exception types, chain markers).  Everything else is skipped while all parsers
 # are idle: most lines of a training log are progress output.
 _TRIGGERS = ("most recent call last", "File ", "Error", "xception", "Exit", "Interrupt", "Failure",
-             "Warning", "StopIteration", "Cell In", "Input In", ".py", "Traceback", "ipython-input")
+             "Warning", "StopIteration", "Cell In", "Input In", ".py", "Traceback", "ipython-input",
+             "tracefix-witness")
 
 
 def _maybe(raw: str) -> bool:

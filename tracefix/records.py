@@ -19,6 +19,66 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class EvidenceSite:
+    """One place the witness names (paths absolute, as the crashing process saw them, like frames).
+
+    Roles:
+      ``write``     the user line whose call wrote the tensor in place (``h.mul_(..)``, ``x += y``,
+                    ``x[i] = v``, ``out=``, or the line that called an ``inplace=True`` module/function);
+      ``construct`` where the module involved was built (``nn.ReLU(inplace=True)``, a loss module
+                    built with ``reduction='none'``);
+      ``step``      the ``optimizer.step()`` (or ``scaler.step``) call that updated a parameter
+                    between the forward that saved it and the backward that needed it;
+      ``backward``  the failing ``backward()`` / ``autograd.grad()`` call;
+      ``creator``   a user line that created the non-scalar value passed to backward, innermost
+                    (closest to the backward) first;
+      ``cast``      where trainable parameters became float16/bfloat16 (``.half()``, ``.to(dtype)``,
+                    ``.type()``, ``.bfloat16()``, ``torch.set_default_dtype``);
+      ``param``     where a parameter was built in half precision (``nn.Parameter``/``register_parameter``).
+    """
+
+    role: str
+    path: str
+    line: int
+    code: str = ""               # the source line, stripped, as the process read it
+    detail: str = ""             # e.g. "mul_: version 0 -> 1", "nn.ReLU(inplace=True) built here"
+    module: str = ""             # qualified module name in the model ("decoder.0"), when known
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What tracefix's witness saw in the crashing process (a ``tracefix-witness-data`` line).
+
+    Kinds:
+      ``inplace-write``   a tensor autograd saved was written in place; sites: ``construct``
+                          (when a module built with ``inplace=True`` did it), ``write``, ``backward``;
+      ``param-update``    a parameter was changed in place (optimizer step, clipping, ``copy_``)
+                          between a forward and the backward that needed it; sites: ``step`` or
+                          ``write``, ``backward``;
+      ``nonscalar-loss``  backward()/grad() got a non-scalar; sites: ``creator`` (innermost first),
+                          ``construct`` (a loss module), ``backward``;
+      ``half-params``     trainable parameters became float16/bfloat16; sites: ``cast``/``param``
+                          (the one that explains the error first).
+    ``sites`` is ordered most useful first.  ``data`` is the JSON object exactly as printed
+    (``"v": 1``; extra keys per kind: ``tensor`` {shape, dtype, version, node, name}, ``op``,
+    ``module`` {name, class, inplace}, ``optimizer``, ``param_name``, ``chain``, ``dtype``,
+    ``params``, ``count``; see docs/witness.md).
+    """
+
+    kind: str
+    summary: str                 # one sentence, e.g. "'h' [16, 8] (output of tanh) was changed in place by mul_ ..."
+    sites: Tuple[EvidenceSite, ...] = ()
+    data: str = ""
+
+    def site(self, *roles: str) -> Optional[EvidenceSite]:
+        """The first site with one of ``roles``."""
+        for s in self.sites:
+            if s.role in roles:
+                return s
+        return None
+
+
+@dataclass(frozen=True)
 class Traceback:
     """One exception found in the log, with its stack (innermost frame last)."""
 
@@ -32,6 +92,7 @@ class Traceback:
     rank: Optional[int] = None   # from "[rank3]:"-style prefixes
     line_no: int = 0             # 1-based line in the input where the record starts
     has_header: bool = False     # a "Traceback (most recent call last):" (or equivalent) was seen
+    evidence: Optional[Evidence] = None   # the witness's block printed right after this exception
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,20 @@ def _patch(p: Patch) -> Dict:
     return {"summary": p.summary, "applicability": p.applicability, "reason": p.reason, "diff": p.diff}
 
 
+def _evidence(d: Diagnosis) -> Optional[Dict]:
+    ev = d.traceback.evidence
+    if ev is None:
+        return None
+    from dataclasses import asdict
+
+    return asdict(ev)
+
+
+def _witness_line(d: Diagnosis) -> Optional[str]:
+    ev = d.traceback.evidence
+    return None if ev is None else f"The witness saw: {ev.summary}"
+
+
 def as_dict(diagnoses: Sequence[Diagnosis], unrecognized: Sequence, extra: Optional[Dict] = None) -> Dict:
     out = {
         "version": __version__,
@@ -61,6 +75,7 @@ def as_dict(diagnoses: Sequence[Diagnosis], unrecognized: Sequence, extra: Optio
                 "fix_sites": [_site(f, True) for f in d.fix_sites],
                 "patches": [_patch(p) for p in d.patches],
                 "notes": list(d.notes),
+                "evidence": _evidence(d),
             }
             for d in diagnoses
         ],
@@ -125,6 +140,9 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     lines.append(f"  {exc.exc_type + ': ' if exc.exc_type else ''}{first}")
     if d.ranks:
         lines.append(f"  ranks: {', '.join(map(str, d.ranks))}")
+    witness = _witness_line(d)
+    if witness:
+        lines.append(f"  {witness}")
     if entry is not None:
         lines += ["", f"  What happens: {_first_paragraph(entry.explanation('what'))}",
                   f"  Why: {_first_paragraph(entry.explanation('why'))}"]
@@ -201,6 +219,9 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         body.append(msg)
         if d.ranks:
             body.append(Text(f"ranks: {', '.join(map(str, d.ranks))}", style="dim"))
+        witness = _witness_line(d)
+        if witness:
+            body.append(Text(safe(witness), style="bold"))
         if entry is not None:
             body.append(Text(safe(_first_paragraph(entry.explanation("what")))))
             body.append(Text(safe("Why: " + _first_paragraph(entry.explanation("why"))), style="dim"))

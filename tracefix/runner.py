@@ -11,7 +11,11 @@ What it does:
    SIGQUIT sent to tracefix are forwarded to that whole group, Ctrl-Z stops and resumes it with
    us, and tracefix waits for it: no orphan is left behind.
 3. If COMMAND fails, its output tail is diagnosed and the report printed after its output.
-4. ``--anomaly``: an in-place error without a forward trace is re-run once with
+   The witness (``tracefix/hooks/tracefix_witness.py``, ``TRACEFIX_WITNESS=1``) is armed in the
+   child unless ``--no-witness``: when the command crashes it prints an evidence block after the
+   traceback, which the reader attaches to the diagnosis (see docs/witness.md).
+4. ``--anomaly``: an in-place error that neither a forward trace nor witness evidence explains
+   is re-run once with
    ``torch.autograd`` anomaly detection switched on from outside (``tracefix/hooks`` first on
    ``PYTHONPATH``, ``TRACEFIX_ANOMALY=1``; no user file is edited), and the re-run's diagnosis,
    whose fix sites come from the forward trace, replaces the first one.
@@ -45,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from tracefix.hooks import ENV_ANOMALY, ENV_VERIFY_STEPS, HOOKS_DIR, VERIFIED_MARKER
+from tracefix.hooks import ENV_ANOMALY, ENV_VERIFY_STEPS, ENV_WITNESS, HOOKS_DIR, VERIFIED_MARKER
 
 TAIL_BYTES = 4 << 20        # combined output kept for diagnosis
 READ_SIZE = 1 << 20         # one os.read
@@ -60,7 +64,7 @@ INTERRUPTS = {int(s) for s in FORWARDED}
 
 # --- the environment that switches the hooks on ------------------------------------------------
 def hook_env(anomaly: bool = False, verify_steps: Optional[int] = None,
-             base: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+             base: Optional[Mapping[str, str]] = None, witness: bool = False) -> Dict[str, str]:
     """The variables that enable tracefix's hooks in any Python started with them (see tracefix.hooks).
 
     ``PYTHONPATH`` gets the hooks folder first, the existing value (from ``base``, default the
@@ -77,6 +81,8 @@ def hook_env(anomaly: bool = False, verify_steps: Optional[int] = None,
         env[ENV_ANOMALY] = "1"
     if verify_steps:
         env[ENV_VERIFY_STEPS] = str(int(verify_steps))
+    if witness:
+        env[ENV_WITNESS] = "1"
     return env
 
 
@@ -422,11 +428,17 @@ def _diagnose(tail: bytes, entries, root: Path):
 
 
 def _needs_anomaly(report) -> bool:
-    return any(d.entry_id == INPLACE_ID and not d.traceback.anomaly_frames for d in report.diagnoses)
+    """An in-place error that neither a forward trace nor the witness's evidence explains."""
+    return any(d.entry_id == INPLACE_ID and not d.traceback.anomaly_frames and d.traceback.evidence is None
+               for d in report.diagnoses)
 
 
-def _child_env(**hooks) -> Dict[str, str]:
+def _child_env(no_witness: bool = False, **hooks) -> Dict[str, str]:
     env = dict(os.environ)
+    if no_witness:
+        if env.get(ENV_WITNESS):     # exported by `eval "$(tracefix hook --print-env)"`: --no-witness wins
+            env[ENV_WITNESS] = "0"
+        return env
     env.update(hook_env(**hooks))
     return env
 
@@ -444,7 +456,7 @@ def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool
 
 
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
-             steps: int, pick: Optional[int], color: Optional[bool]) -> int:
+             steps: int, pick: Optional[int], color: Optional[bool], witness: bool = True) -> int:
     """``tracefix run``: see the module docstring; returns the exit status."""
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -455,7 +467,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     if verify and not apply:
         _note("--verify re-runs the command only after --apply wrote a patch; it will not run")
 
-    first = run_child(cmd, None, to_stderr)
+    first = run_child(cmd, _child_env(witness=True) if witness else _child_env(no_witness=True), to_stderr)
     if first.error:
         _note(f"error: {first.error}")
         return first.exit_code
@@ -483,7 +495,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
             _note("re-running the command once with torch anomaly detection on, to find the forward "
                   "operation behind the in-place error (anomaly mode is slow; it is used only for this "
                   "re-run, your files are not changed)")
-            again = run_child(cmd, _child_env(anomaly=True), to_stderr, cleanup=True)
+            again = run_child(cmd, _child_env(anomaly=True, witness=witness), to_stderr, cleanup=True)
             if again.interrupted or again.error:
                 if again.error:
                     _note(f"error: {again.error}")
@@ -496,7 +508,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
                 _note("anomaly re-run: the error did not come back with a forward trace; "
                       "keeping the first diagnosis")
         elif report.diagnoses:
-            _note("--anomaly: not needed (no in-place error without a forward trace)")
+            _note("--anomaly: not needed (no in-place error that a forward trace or the witness did not explain)")
 
     code = child_code
     problems: List[str] = []
@@ -516,7 +528,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         if written and verify:
             _note(f"patched {', '.join(written)}; re-running until {steps} backward passes and "
                   f"{steps} optimizer steps succeed (--verify)")
-            verdict, new_error, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr)
+            verdict, new_error, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr, witness)
             extra["verification"] = verdict
             if outcome.interrupted:
                 _emit(report, fmt, entries, {**extra, "exit_code": outcome.exit_code}, color)
@@ -574,10 +586,10 @@ def _one_line(report, outcome: Outcome) -> str:
     return f"exit status {outcome.exit_code}{tail}"
 
 
-def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool):
+def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witness: bool = True):
     """Re-run with the verify hook: (verdict, the new error's report or None, the run's Outcome,
     the failure in one line or "")."""
-    outcome = run_child(cmd, _child_env(verify_steps=steps), to_stderr, cleanup=True)
+    outcome = run_child(cmd, _child_env(verify_steps=steps, witness=witness), to_stderr, cleanup=True)
     if outcome.error:
         _note(f"error: {outcome.error}")
         return "not run", None, outcome, ""

@@ -12,6 +12,11 @@ Python interpreter started with that environment (``python train.py``, ``python 
 ``TRACEFIX_ANOMALY=1``
     ``torch.autograd.set_detect_anomaly(True, check_nan=False)`` right after ``import torch``:
     an autograd error then carries the traceback of the forward call that caused it.
+``TRACEFIX_WITNESS=1``
+    arm the witness (``tracefix_witness.py``): while the first optimizer steps run it records
+    in-place writes, non-scalar losses and half-precision casts, and when an exception ends the
+    process it prints, after Python's traceback, a ``tracefix-witness:`` summary line and a
+    ``tracefix-witness-data: {json}`` line that name the culprit (see docs/witness.md).
 ``TRACEFIX_VERIFY_STEPS=N``
     once N backward passes and N optimizer steps have succeeded, print
     ``tracefix: verified after N steps`` on stderr and end the process with status 0.
@@ -29,6 +34,10 @@ from pathlib import Path
 HOOKS_DIR = Path(__file__).resolve().parent
 ENV_ANOMALY = "TRACEFIX_ANOMALY"
 ENV_VERIFY_STEPS = "TRACEFIX_VERIFY_STEPS"
+ENV_WITNESS = "TRACEFIX_WITNESS"
+WITNESS_MARK = "tracefix-witness: "            # the human summary line
+WITNESS_DATA_MARK = "tracefix-witness-data: "  # the machine-readable line (one JSON object, "v": 1)
 VERIFIED_MARKER = b"tracefix: verified after "
 
-__all__ = ["HOOKS_DIR", "ENV_ANOMALY", "ENV_VERIFY_STEPS", "VERIFIED_MARKER"]
+__all__ = ["HOOKS_DIR", "ENV_ANOMALY", "ENV_VERIFY_STEPS", "ENV_WITNESS", "VERIFIED_MARKER", "WITNESS_MARK",
+           "WITNESS_DATA_MARK"]

@@ -1,14 +1,16 @@
 """tracefix's interpreter hook (see tracefix/hooks/__init__.py); imported by ``site`` at start.
 
-Kept cheap and self-contained: reads two environment variables, chains to the shadowed
-``sitecustomize``, and, only when asked, installs a one-shot import hook that acts right after
-the user's code imports torch.  Never imports torch (nor tracefix) itself.
+Kept cheap and self-contained: reads three environment variables, chains to the shadowed
+``sitecustomize``, and, only when asked, imports ``tracefix_witness`` (stdlib only) from this
+folder, whose one-shot import hook acts right after the user's code imports torch.  Never
+imports torch (nor tracefix) itself.
 """
 import os as _os
 import sys as _sys
 
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
 _ANOMALY = _os.environ.get("TRACEFIX_ANOMALY", "").strip().lower() not in ("", "0", "false", "no", "off")
+_WITNESS = _os.environ.get("TRACEFIX_WITNESS", "").strip().lower() not in ("", "0", "false", "no", "off")
 try:
     _VERIFY_STEPS = int(_os.environ.get("TRACEFIX_VERIFY_STEPS", "") or 0)
 except ValueError:
@@ -135,62 +137,29 @@ def _on_torch(torch):
         _sys.stderr.write("tracefix: hook not installed: %s: %s\n" % (exc.__class__.__name__, exc))
 
 
-class _TorchImportHook:
-    """A ``sys.meta_path`` finder that only watches for ``torch``: it lets the real finder find
-    it, and runs ``_on_torch`` when the module has finished executing.  One shot."""
+def _witness_module():
+    """tracefix_witness from this folder (it holds the one-shot ``import torch`` hook too)."""
+    try:
+        import tracefix_witness
+        return tracefix_witness
+    except ImportError:  # this folder is not on sys.path (a copied sitecustomize): load it by path
+        import importlib.util
 
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name != "torch":
-            return None
-        try:
-            _sys.meta_path.remove(cls)
-        except ValueError:
-            pass
-        spec = None
-        for finder in _sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if find is None:
-                continue
-            spec = find(name, path, target)
-            if spec is not None:
-                break
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader = spec.loader
-        original = loader.exec_module
-
-        def exec_module(module):
-            original(module)
-            _on_torch(module)
-
-        try:
-            loader.exec_module = exec_module  # this loader instance only; __loader__ stays the real one
-        except (AttributeError, TypeError):
-            spec.loader = _LoaderProxy(loader, exec_module)
-        return spec
-
-
-class _LoaderProxy:
-    def __init__(self, loader, exec_module):
-        self._loader = loader
-        self.exec_module = exec_module
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
+        spec = importlib.util.spec_from_file_location("tracefix_witness", _os.path.join(_HERE, "tracefix_witness.py"))
+        module = importlib.util.module_from_spec(spec)
+        _sys.modules["tracefix_witness"] = module
+        spec.loader.exec_module(module)
+        return module
 
 
 def _install():
-    if not (_ANOMALY or _VERIFY_STEPS > 0):
+    if not (_ANOMALY or _VERIFY_STEPS > 0 or _WITNESS):
         return
-    torch = _sys.modules.get("torch")
-    if torch is not None:  # imported before us (a .pth file): act now
-        _on_torch(torch)
-    else:
-        _sys.meta_path.insert(0, _TorchImportHook)
+    witness = _witness_module()
+    if _WITNESS:
+        witness.install()
+    if _ANOMALY or _VERIFY_STEPS > 0:
+        witness.on_torch_import(_on_torch)  # now if torch was imported before us (a .pth file)
 
 
 _chain_sitecustomize()
