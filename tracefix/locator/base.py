@@ -16,6 +16,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, is_library_path,
                              is_notebook_path)
+from tracefix.locator.evidence import apply_evidence
 from tracefix.locator.tracing import indent
 from tracefix.pysource import Project, SourceFile
 from tracefix.records import Diagnosis, FixSite, Site
@@ -115,6 +116,7 @@ class LocateContext:
                     self.mapped = [alt] + saved[1:]
                     strategy(self)
                 self.mapped = saved
+            apply_evidence(self)
         if self._project is not None:
             for rel, err in sorted(self._project.errors.items()):
                 self.notes.append(f"{rel} {err}; it was skipped.")

@@ -1,0 +1,92 @@
+"""Evidence from the witness outranks inference (tracefix/locator/evidence.py), on small trees."""
+from tracefix.knowledge import load_entries
+from tracefix.locator import locate
+from tracefix.records import Diagnosis, Evidence, EvidenceSite, Frame, Traceback
+
+from test_locator import INPLACE, TORCH_BACKWARD, SCALER_FRAMES, FP16, line_of, user_frame, write
+
+ENTRIES = {e.locate: e for e in load_entries()}
+
+
+def located(root, family, frames, message, evidence, fields=(), exc="RuntimeError"):
+    tb = Traceback(exc_type=exc, message=message, frames=tuple(frames), evidence=evidence)
+    d = Diagnosis(entry_id="x", title="x", confidence=1.0, traceback=tb, fields=fields)
+    return locate(d, ENTRIES[family], root, search=True)
+
+
+def site(root, role, rel, needle):
+    ln = line_of(root, rel, needle)
+    code = (root / rel).read_text().splitlines()[ln - 1].strip()
+    return EvidenceSite(role=role, path=f"/remote/proj/{rel}", line=ln, code=code)
+
+
+TWO_WRITES = """
+    import torch
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            h = torch.tanh(x)
+            g = torch.tanh(x * 2)
+            h.mul_(2.0)
+            g.add_(1.0)
+            return h + g
+    """
+
+
+def test_witnessed_write_wins_over_an_equally_plausible_one(tmp_path):
+    write(tmp_path, "net.py", TWO_WRITES)
+    write(tmp_path, "train.py", "from net import Net\nloss = Net()(x).sum()\nloss.backward()\n")
+    frames = [user_frame(tmp_path, "train.py", "loss.backward", func="<module>"), *TORCH_BACKWARD]
+    msg = INPLACE.format(node="TanhBackward0")
+    fields = (("node", "Tanh"),)
+    plain = located(tmp_path, "inplace", frames, msg, None, fields)
+    assert {(s.path, s.line) for s in plain.fix_sites[:2]} == {("net.py", 6), ("net.py", 7)}
+    ev = Evidence(kind="inplace-write", summary="'g' was changed in place by add_",
+                  sites=(site(tmp_path, "write", "net.py", "g.add_"),))
+    out = located(tmp_path, "inplace", frames, msg, ev, fields)
+    assert (out.fix_sites[0].path, out.fix_sites[0].line, out.fix_sites[0].kind) == ("net.py", 7, "inplace-method")
+    assert out.fix_sites[0].reason.startswith("The witness saw this line at work.")
+    assert out.fix_sites[1].score < 0.5          # the other write is contradicted
+
+
+def test_evidence_line_becomes_a_fix_site_when_the_source_alone_finds_nothing(tmp_path):
+    write(tmp_path, "blocks.py", """
+        import torch.nn as nn
+        def make(kind):
+            table = {"relu": nn.ReLU}
+            return table[kind](inplace=True)
+        """)
+    write(tmp_path, "train.py", "loss = model(x).sum()\nloss.backward()\n")
+    frames = [user_frame(tmp_path, "train.py", "loss.backward", func="<module>"), *TORCH_BACKWARD]
+    ev = Evidence(kind="inplace-write", summary="'h' was changed in place by relu_ in act (ReLU)",
+                  sites=(site(tmp_path, "construct", "blocks.py", "inplace=True"),))
+    out = located(tmp_path, "inplace", frames, INPLACE.format(node="SigmoidBackward0"), ev, (("node", "Sigmoid"),))
+    top = out.fix_sites[0]
+    assert (top.path, top.line, top.kind) == ("blocks.py", 4, "inplace-kwarg")
+    assert "The witness saw it" in top.reason
+
+
+def test_a_derived_site_keeps_its_place_above_the_witnessed_cast(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch
+        model = Net()
+        model.half()
+        other = Frozen().half()
+        scaler.step(opt)
+        """)
+    frames = [user_frame(tmp_path, "train.py", "scaler.step", func="<module>"), *SCALER_FRAMES]
+    ev = Evidence(kind="half-params", summary="parameters became float16 at train.py:3",
+                  sites=(site(tmp_path, "cast", "train.py", "model.half()"),))
+    out = located(tmp_path, "fp16-params", frames, FP16, ev, exc="ValueError")
+    assert (out.fix_sites[0].path, out.fix_sites[0].line) == ("train.py", 3)
+    assert all(s.score < 0.5 for s in out.fix_sites if s.line == 4)
+
+
+def test_evidence_from_files_outside_root_changes_nothing(tmp_path):
+    write(tmp_path, "net.py", TWO_WRITES)
+    write(tmp_path, "train.py", "from net import Net\nloss = Net()(x).sum()\nloss.backward()\n")
+    frames = [user_frame(tmp_path, "train.py", "loss.backward", func="<module>"), *TORCH_BACKWARD]
+    ev = Evidence(kind="inplace-write", summary="elsewhere",
+                  sites=(EvidenceSite(role="write", path="/elsewhere/lib.py", line=3, code="y.add_(1)"),))
+    msg, fields = INPLACE.format(node="TanhBackward0"), (("node", "Tanh"),)
+    assert located(tmp_path, "inplace", frames, msg, ev, fields).fix_sites == \
+        located(tmp_path, "inplace", frames, msg, None, fields).fix_sites
