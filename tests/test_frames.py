@@ -220,6 +220,16 @@ def test_index_skips_virtualenvs_and_caches(tmp_path):
     assert get_index(tmp_path) is get_index(tmp_path)
 
 
+def test_index_skips_any_virtualenv_build_output_and_vendored_code(tmp_path):
+    write(tmp_path, "train.py")
+    write(tmp_path, "myenv/pyvenv.cfg", "home = /usr/bin\n")
+    write(tmp_path, "myenv/lib/python3.11/site-packages/x.py")
+    for d in ("build/lib/pkg", "dist", "vendor/thing", "third_party/lib"):
+        write(tmp_path, f"{d}/mod.py")
+    write(tmp_path, "src/builder.py")
+    assert sorted(FileIndex(tmp_path).py_files()) == ["src/builder.py", "train.py"]
+
+
 def test_index_is_bounded(tmp_path):
     for i in range(30):
         write(tmp_path, f"f{i:02d}.py")

@@ -21,6 +21,7 @@ SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "site-packages", "dist-packages",
     "node_modules", "__pycache__", ".tracefix", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
     ".ruff_cache", ".ipynb_checkpoints", ".eggs",
+    "build", "dist", "vendor", "_vendor", "third_party", "wandb", ".cache",   # build output, vendored copies
 })
 MAX_FILES = 50_000
 REANCHOR_WINDOW = 20
@@ -117,7 +118,8 @@ class FileIndex:
         try:
             walker = os.walk(root, topdown=True, followlinks=False)
             for dirpath, dirnames, filenames in walker:
-                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")
+                                     and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
                 rel_dir = os.path.relpath(dirpath, root)
                 base = () if rel_dir == "." else tuple(rel_dir.split(os.sep))
                 for name in sorted(filenames):
