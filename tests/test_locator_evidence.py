@@ -90,3 +90,22 @@ def test_evidence_from_files_outside_root_changes_nothing(tmp_path):
     msg, fields = INPLACE.format(node="TanhBackward0"), (("node", "Tanh"),)
     assert located(tmp_path, "inplace", frames, msg, ev, fields).fix_sites == \
         located(tmp_path, "inplace", frames, msg, None, fields).fix_sites
+
+
+def test_nonscalar_family_order_stands_when_the_witness_names_a_creator_line(tmp_path):
+    write(tmp_path, "trainer.py", """
+        import torch.nn.functional as F
+        def compute_loss(model, batch):
+            logp = F.log_softmax(model(batch["x"]), dim=-1)
+            nll = -logp.gather(-1, batch["y"].unsqueeze(-1)).squeeze(-1)
+            return nll
+        """)
+    write(tmp_path, "train.py", "from trainer import compute_loss\nloss = compute_loss(m, b)\nloss.backward()\n")
+    frames = [user_frame(tmp_path, "train.py", "loss.backward", func="<module>"), *TORCH_BACKWARD]
+    ev = Evidence(kind="nonscalar-loss", summary="the value passed to backward() has shape [16]",
+                  sites=(site(tmp_path, "creator", "trainer.py", "nll = -logp"),))
+    from test_locator import NONSCALAR
+    out = located(tmp_path, "nonscalar", frames, NONSCALAR, ev)
+    top = out.fix_sites[0]
+    assert (top.path, top.line, top.kind) == ("trainer.py", 5, "per-sample-return")
+    assert all(s.line != 4 or s.path != "trainer.py" for s in out.fix_sites)   # no site made up at the creator

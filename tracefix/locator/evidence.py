@@ -7,8 +7,9 @@ reads what the crashing process saw:
   the family's own order (a criterion built with ``reduction='none'`` still before the loss line);
 * a site of a kind the evidence speaks to (an in-place write, a cast of the parameters) on a line
   the witness did not see is demoted: the process showed the culprit is elsewhere;
-* when the family found nothing on the witness's lines, the lines themselves become fix sites,
-  of the kind their code shows (``x += y``, ``nn.ReLU(inplace=True)``, ``model.half()``...).
+* when the family found nothing on the witness's lines (or only sites the evidence contradicts),
+  the lines themselves become fix sites, of the kind their code shows (``x += y``,
+  ``nn.ReLU(inplace=True)``, ``model.half()``...).
 
 Sites a family derives from a line the witness names (the config value behind a cast, a loss
 module's ``return``) are left where the family ranked them: they are that line's reason.
@@ -66,6 +67,8 @@ def apply_evidence(ctx) -> None:
     for i, s in enumerate(ctx.sites):
         if spoken_to(s):
             ctx.sites[i] = _with(s, s.score * DEMOTE, "")
+    if any(not spoken_to(s) and s.kind != "backward-receiver" for s in ctx.sites):
+        return          # the family's reasons stand: the witness's lines are what they explain
     for n, (rel, line) in enumerate(lines):
         sf = ctx.project.source(rel)
         if sf is not None:
