@@ -84,11 +84,16 @@ def _run_json(root, *args):
 @pytest.mark.torch
 @pytest.mark.parametrize("sample", LIVE, ids=[s.name for s in LIVE])
 def test_run_apply_verify_reports_verified(sample, tmp_path):
+    """`tracefix run` (witness on) names the culprit first, patches it, and the re-run trains."""
     root = copy_sample(sample, tmp_path)
     proc, report = _run_json(root, "--apply", "--verify")
     assert report["command_exit_code"] != 0, "the command must crash first"
     assert report["exit_code"] == 0
     assert [d["id"] for d in report["diagnoses"]] == [sample.id]
+    (d,) = report["diagnoses"]
+    assert d["evidence"] is not None, "the witness must explain the crash"
+    top = d["fix_sites"][0]
+    assert f'{top["path"]}:{top["line"]}' == sample.fix_site, d["fix_sites"]
     assert report["verification"] == "verified", (report, proc.stderr.decode()[-2000:])
     assert proc.returncode == 0
 
