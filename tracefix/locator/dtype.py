@@ -293,6 +293,13 @@ class HalfParams(ValueTracer):
             if name[:1].isupper():
                 cls = self.resolve_class(sf, recv.func)
                 return True if cls is not None else not name.endswith(("Tensor", "Dataset", "Loader"))
+            d = self.resolve_def(sf, recv.func)
+            if d is not None and isinstance(d[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # a project factory: what it returns decides, not its name
+                dsf, fn = d
+                rets = returns(fn)
+                if rets:
+                    return any(self._is_model(dsf, fn, r.value, r.lineno, depth + 1) for r in rets)
             return bool(MODEL_NAME_RX.search(name)) and not name.endswith("_")
         if isinstance(recv, ast.Subscript):
             return False
