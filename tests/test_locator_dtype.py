@@ -299,3 +299,32 @@ def test_parameter_from_arithmetic_and_initialiser_chain(tmp_path):
     out = _fp16(tmp_path)
     assert sorted(_sites(out)) == [("prompt.py", line_of(tmp_path, "prompt.py", "self.embedding"), "param-dtype"),
                                    ("prompt.py", line_of(tmp_path, "prompt.py", "self.bias"), "param-dtype")]
+
+
+# -- config files -------------------------------------------------------------------------------------
+def _json_project(tmp_path, precision):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "base.json").write_text(
+        '{\n  "lr": 0.001,\n  "precision": "%s",\n  "amp": true\n}\n' % precision)
+    write(tmp_path, "train.py", code("""
+        import json
+        import torch
+        import torch.nn as nn
+        """, LOOP, """
+        with open("configs/base.json") as f:
+            cfg = json.load(f)
+        fit(nn.Linear(8, 1).to(dtype=getattr(torch, cfg["precision"])))
+        """))
+
+
+def test_json_config_value_fixes_the_cast_and_names_the_file(tmp_path):
+    _json_project(tmp_path, "float16")
+    out = _fp16(tmp_path)
+    assert _sites(out) == [("train.py", line_of(tmp_path, "train.py", "nn.Linear(8, 1).to("), "model-cast")]
+    assert "configs/base.json:3" in out.fix_sites[0].reason
+
+
+def test_json_config_float32_gives_no_site(tmp_path):
+    _json_project(tmp_path, "float32")
+    out = _fp16(tmp_path)
+    assert out.fix_sites == (), out.fix_sites

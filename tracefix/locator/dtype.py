@@ -222,9 +222,14 @@ class HalfParams(ValueTracer):
                      score: float, word: str) -> None:
         """A dtype that arrives from elsewhere: fix it where it is chosen when that place sets only
         this (a config field or key read nowhere else), else where it is applied (``at``)."""
-        where = "; ".join(f"{_describe(o)} ({o.sf.rel}:{o.node.lineno})" for o in origins[:2])
+        where = "; ".join(f"{_describe(o)} ({o.where})" for o in origins[:2])
         reason = f"{reason} The dtype comes from {where}."
         config = [o for o in origins if o.source in CONFIG_SOURCES and not o.shared]
+        if any(o.shared for o in origins):
+            reason += " The same value is read elsewhere too (autocast, the scaler, ...), so the cast is what changes."
+        elif any(o.source in ("argparse", "lookup", "file", "default") for o in origins):
+            reason += (" It is chosen outside this code (a command-line option, a lookup table, a config file or a "
+                       "caller), so the cast is what changes.")
         if config and len(config) == len(origins):
             for o in config:
                 near = 0.0 if o.sf.rel in self.ctx.crash_closure() or not self.ctx.mapped else 0.3
@@ -350,8 +355,9 @@ def _describe(o: Origin) -> str:
     """'the dataclass field default', 'the key of a dict', ... for a reason text."""
     return {"dataclass": "the dataclass field's default", "class": "the class attribute",
             "dict": "the dict entry", "module": "the module constant", "kwarg": "the constructor keyword",
-            "argparse": "the argparse default", "lookup": "a lookup table indexed by a setting",
-            "default": "the parameter default"}.get(o.source, "the value") + f" `{src(o.sf, o.node)}`"
+            "argparse": "the argparse default", "lookup": "the lookup-table entry",
+            "default": "the parameter default", "file": "the config file's value"}.get(o.source, "the value") + \
+        (f" `{o.node.value}`" if o.source == "file" else f" `{src(o.sf, o.node)}`")
 
 
 def _scaler_disabled(call: ast.Call) -> bool:

@@ -7,6 +7,7 @@ afterwards (as a number: ``.item()``, ``float()``, formatting, logging).  Reads 
 from __future__ import annotations
 
 import ast
+import re
 from typing import List, Optional, Tuple
 
 from tracefix.pysource import FUNC_TYPES, SourceFile, const_str, dotted, keyword, last_name, own_nodes
@@ -494,10 +495,12 @@ class Origin:
     config field or key) is read elsewhere too, so changing the literal changes more than this use;
     ``by_name``: the value is a name looked up with ``getattr(module, <value>)``."""
 
-    __slots__ = ("sf", "node", "source", "shared", "by_name")
+    __slots__ = ("sf", "node", "source", "shared", "by_name", "where")
 
-    def __init__(self, sf: SourceFile, node: ast.AST, source: str, shared: bool, by_name: bool) -> None:
+    def __init__(self, sf: SourceFile, node: ast.AST, source: str, shared: bool, by_name: bool,
+                 where: str = "") -> None:
         self.sf, self.node, self.source, self.shared, self.by_name = sf, node, source, shared, by_name
+        self.where = where or f"{sf.rel}:{getattr(node, 'lineno', 0)}"   # "config.json:6" for a data file
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Origin({self.sf.rel}:{getattr(self.node, 'lineno', 0)} {self.source} shared={self.shared})"
@@ -505,6 +508,8 @@ class Origin:
 
 MAX_ORIGINS = 8
 MAX_CALLER_FILES = 40
+MAX_GREP_PROJECT = 400      # beyond this many files, reads are counted in the import closure only
+FILE_LOADERS = {"load", "safe_load", "full_load", "unsafe_load"}
 
 
 class ValueTracer(Tracer):
@@ -579,6 +584,13 @@ class ValueTracer(Tracer):
             objs: List[Origin] = []
             self._origins(sf, scope, expr.value, line, nxt, source, False, False, objs)
             for obj in objs:
+                if isinstance(obj.node, ast.Call):      # json.load(open("config.json"))["precision"]
+                    for key in keys:
+                        found = self.config_file_value(obj.sf, obj.sf.scope_of(obj.node), obj.node, str(key))
+                        if found is not None:
+                            const = ast.copy_location(ast.Constant(value=found[2]), expr)
+                            out.append(Origin(sf, const, "file", shared, by_name, f"{found[0]}:{found[1]}"))
+                    continue
                 if not isinstance(obj.node, ast.Dict):
                     continue
                 for key in keys:
@@ -717,8 +729,9 @@ class ValueTracer(Tracer):
         return self.module_value(target, imp[1], depth + 1)
 
     def _reading_files(self, needle: str) -> List[str]:
+        """The crash's import closure, plus (in a small project) the project's files holding needle."""
         files = list(self.ctx.crash_closure())
-        if self.ctx.mapped:
+        if self.ctx.mapped and len(self.project.index.py_files()) <= MAX_GREP_PROJECT:
             files += [f for f in self.ctx.project_files((needle,)) if f not in files]
         return files[:MAX_CALLER_FILES]
 
@@ -776,6 +789,55 @@ class ValueTracer(Tracer):
             if len(out) >= MAX_ORIGINS:
                 break
         return out[:MAX_ORIGINS]
+
+    # -- config files read with json / yaml / toml loaders (dict keys whose value is in a data file)
+    def config_file_value(self, sf: SourceFile, scope: ast.AST, call: ast.Call, key: str
+                          ) -> Optional[Tuple[str, int, str]]:
+        """(file, line, value) of ``key`` in the data file that ``json.load(open(P))``,
+        ``yaml.safe_load(...)`` or ``tomllib.load(...)`` reads; None when it cannot be told."""
+        if last_name(call.func) not in FILE_LOADERS or not call.args:
+            return None
+        arg = call.args[0]
+        path_expr: Optional[ast.AST] = None
+        if isinstance(arg, ast.Call) and last_name(arg.func) == "open" and arg.args:
+            path_expr = arg.args[0]
+        elif isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and \
+                arg.func.attr in ("read_text", "read_bytes", "open"):
+            inner = arg.func.value
+            if isinstance(inner, ast.Call) and last_name(inner.func) == "Path" and inner.args:
+                path_expr = inner.args[0]
+        elif isinstance(arg, ast.Name):
+            for n in ast.walk(scope):
+                if isinstance(n, (ast.With, ast.AsyncWith)):
+                    for item in n.items:
+                        v, c = item.optional_vars, item.context_expr
+                        if isinstance(v, ast.Name) and v.id == arg.id and isinstance(c, ast.Call) and \
+                                last_name(c.func) == "open" and c.args:
+                            path_expr = c.args[0]
+        if path_expr is None:
+            return None
+        names = [o.node.value for o in self.origins(sf, scope, path_expr, call.lineno)
+                 if isinstance(o.node, ast.Constant) and isinstance(o.node.value, str)]
+        if len(names) != 1:
+            return None
+        here = sf.rel.rsplit("/", 1)[0] + "/" if "/" in sf.rel else ""
+        for rel in (here + names[0].lstrip("./"), names[0].lstrip("./")):
+            path = self.ctx.index.inside(self.ctx.index.abs_path(rel))
+            if path is None or not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+            except OSError:
+                return None
+            if rel.endswith(".json"):
+                rx = re.compile(r'"%s"\s*:\s*"([^"\n]*)"' % re.escape(key))
+            else:                                   # yaml, toml: key: value / key = value
+                rx = re.compile(r'^\s*%s\s*[:=]\s*["\']?([\w.]+)' % re.escape(key), re.M)
+            found = [(text.count("\n", 0, m.start(1)) + 1, m.group(1)) for m in rx.finditer(text)]
+            if len(found) == 1:                     # a key written twice (nested sections): cannot tell
+                return rel, found[0][0], found[0][1]
+            return None
+        return None
 
     def argparse_options(self, sf: SourceFile, dest: str) -> List[ast.Call]:
         """``add_argument`` calls of sf whose destination is dest (``--param-dtype`` -> param_dtype)."""
