@@ -328,3 +328,64 @@ def test_json_config_float32_gives_no_site(tmp_path):
     _json_project(tmp_path, "float32")
     out = _fp16(tmp_path)
     assert out.fix_sites == (), out.fix_sites
+
+
+# -- parameters cast in a loop, layers built in half, self.half() ---------------------------------
+def test_parameters_cast_in_a_loop(tmp_path):
+    write(tmp_path, "train.py", code("""
+        import torch
+        import torch.nn as nn
+        """, LOOP, """
+        net = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 1))
+        for p in net.parameters():
+            p.data = p.data.half()
+        data = torch.randn(4, 8)
+        for x in [data]:
+            x = x.half()
+        fit(net)
+        """))
+    out = _fp16(tmp_path)
+    assert _sites(out) == [("train.py", line_of(tmp_path, "train.py", "p.data = p.data.half()"), "model-cast")]
+
+
+def test_layer_built_with_half_factory_kwarg(tmp_path):
+    write(tmp_path, "model.py", """
+        import torch
+        import torch.nn as nn
+        from dataclasses import dataclass
+
+        @dataclass
+        class Settings:
+            dtype: str = "float32"
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 1, dtype=torch.float16)
+                self.settings = Settings(dtype="float16")
+        """)
+    write(tmp_path, "train.py", code("import torch\nfrom model import Head", LOOP, "fit(Head())"))
+    out = _fp16(tmp_path)
+    assert _sites(out) == [("model.py", line_of(tmp_path, "model.py", "nn.Linear(8, 1, dtype"), "param-dtype")]
+
+
+def test_self_half_in_a_module(tmp_path):
+    write(tmp_path, "model.py", """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 1)
+                self.half()
+
+        class Batch:
+            def __init__(self, x):
+                self.x = x
+
+            def prepare(self):
+                return self.half()
+        """)
+    write(tmp_path, "train.py", code("import torch\nfrom model import Net", LOOP, "fit(Net())"))
+    out = _fp16(tmp_path)
+    assert _sites(out) == [("model.py", line_of(tmp_path, "model.py", "self.half()"), "model-cast")]

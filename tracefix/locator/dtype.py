@@ -187,12 +187,39 @@ class HalfParams(ValueTracer):
         if found is None:
             return
         rg = keyword(call, "requires_grad")
-        if in_parameter or (rg is not None and is_true(rg.value)) or self._into_parameter(sf, scope, call):
-            reason = f"A trainable parameter is created in {word}; GradScaler needs float32 parameters."
+        # nn.Linear(4, 4, dtype=torch.float16): a layer built with half weights (factory kwargs)
+        layer = name[:1].isupper() and (self.full_name(sf, func).startswith("torch.nn.") or
+                                         self._module_class(sf, func))
+        if layer or in_parameter or (rg is not None and is_true(rg.value)) or self._into_parameter(sf, scope, call):
+            reason = (f"The layer {name} is built with {word} weights; GradScaler needs float32 parameters." if layer
+                      else f"A trainable parameter is created in {word}; GradScaler needs float32 parameters.")
             if found[0].node is not kw.value:
                 self._traced_site(sf, kw, found, "param-dtype", reason, 0.8 - penalty, word)
             else:
                 self.ctx.add(sf, kw.lineno, kw.col_offset, "param-dtype", reason, 0.8 - penalty)
+
+    def _module_class(self, sf: SourceFile, func: ast.AST) -> bool:
+        """A project class that derives from nn.Module (not a config class taking dtype=)."""
+        cls = self.resolve_class(sf, func)
+        return cls is not None and any(last_name(b) == "Module" for b in cls[1].bases)
+
+    def _loop_parameter(self, sf: SourceFile, scope: ast.AST, recv: ast.AST) -> bool:
+        """``p`` or ``p.data`` where ``for p in m.parameters()`` (or ``for n, p in m.named_parameters()``)."""
+        if isinstance(recv, ast.Attribute) and recv.attr == "data":
+            recv = recv.value
+        if not isinstance(recv, ast.Name):
+            return False
+        for node in sf.own(scope):
+            if not (isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, ast.Call)):
+                continue
+            if last_name(node.iter.func) not in ("parameters", "named_parameters"):
+                continue
+            t = node.target
+            names = [t.id] if isinstance(t, ast.Name) else [e.id for e in getattr(t, "elts", [])[1:]
+                                                            if isinstance(e, ast.Name)]
+            if recv.id in names:
+                return True
+        return False
 
     # -- dtypes that are not spelled at the cast ------------------------------------------------
     def _half_value(self, sf: SourceFile, scope: ast.AST, node: ast.AST, line: int,
@@ -308,6 +335,12 @@ class HalfParams(ValueTracer):
             return bool(MODEL_NAME_RX.search(name)) and not name.endswith("_")
         if isinstance(recv, ast.Subscript):
             return False
+        if self._loop_parameter(sf, scope, recv):
+            return True                 # for p in model.parameters(): p.data = p.data.half()
+        if isinstance(recv, ast.Name) and recv.id == "self":
+            cls = sf.class_of(scope)    # self.half() inside an nn.Module subclass
+            return cls is not None and any(last_name(b) == "Module" or self.resolve_class(sf, b) is not None
+                                           for b in cls.bases)
         name = recv.id if isinstance(recv, ast.Name) else (recv.attr if isinstance(recv, ast.Attribute) else "")
         if not name:
             return False
@@ -340,7 +373,7 @@ class HalfParams(ValueTracer):
 
 
 def _is_dtype(node: ast.AST, bf16: bool) -> bool:
-    words = ("bfloat16", "bf16") if bf16 else ("float16", "half", "fp16")
+    words = ("bfloat16", "bf16", "BFloat16Tensor") if bf16 else ("float16", "half", "fp16", "HalfTensor")
     d = dotted(node)
     if d:
         return d.split(".")[-1] in words and (d.startswith("torch.") or "." not in d or d.count(".") == 1)
