@@ -369,6 +369,20 @@ def _traced_cast(src: Source, site: FixSite, dtype: str) -> Optional[Tuple[cst.C
     return call, dtype, (arg if others else None)
 
 
+def _parameter_loop(src: Source, small: cst.CSTNode) -> Optional[cst.For]:
+    """The ``for p in m.parameters():`` loop whose whole body is this cast (it goes with it)."""
+    line = src.parent(small)
+    block = src.parent(line) if line is not None else None
+    loop = src.parent(block) if block is not None else None
+    if not (isinstance(loop, cst.For) and isinstance(block, cst.IndentedBlock) and len(block.body) == 1
+            and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and loop.orelse is None):
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Call) and method_name(it) in ("parameters", "named_parameters"):
+        return loop
+    return None
+
+
 @fixer("model-cast")
 def model_cast(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)
@@ -394,7 +408,8 @@ def model_cast(ctx: Context, site: FixSite) -> List[Option]:
         text = _replace_in_line(src, call, lambda n: remove_arg(n, arg))
     elif (isinstance(parent, cst.Expr) and isinstance(inner, (cst.Name, cst.Attribute))) or \
             (isinstance(parent, cst.Assign) and var == src.code(inner).strip()):
-        text = _delete_small(src, parent)
+        loop = _parameter_loop(src, parent)
+        text = _delete_statement(src, loop, loop) if loop is not None else _delete_small(src, parent)
     else:
         text = _replace_in_line(src, call, lambda n: n.func.value)
     if text is None:
@@ -405,7 +420,9 @@ def model_cast(ctx: Context, site: FixSite) -> List[Option]:
     options = [Option(f"Keep the weights in float32: remove the {name} cast `{cast_code}`{autocast_note}; "
                       f"GradScaler needs float32 parameters (autocast still computes in {name})", "safe", "", texts)]
     line = src.statement_of(call)
-    if var and isinstance(line, cst.SimpleStatementLine) and isinstance(src.parent(line), (cst.Module, cst.IndentedBlock)):
+    in_loop = any(isinstance(a, cst.For) and var.split(".")[0] in _names(a.target) for a in src.ancestors(call))
+    if var and not in_loop and isinstance(line, cst.SimpleStatementLine) and \
+            isinstance(src.parent(line), (cst.Module, cst.IndentedBlock)):
         keep = src.edit_body(line, lambda b, i: b[:i + 1] + [_lora_block(src, var)] + b[i + 1:])
         if keep is not None:
             options.append(Option(f"Keep {var} in {name} but make its trainable parameters float32 after the cast "
