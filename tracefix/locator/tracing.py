@@ -731,7 +731,7 @@ class ValueTracer(Tracer):
     def _reading_files(self, needle: str) -> List[str]:
         """The crash's import closure, plus (in a small project) the project's files holding needle."""
         files = list(self.ctx.crash_closure())
-        if self.ctx.mapped and len(self.project.index.py_files()) <= MAX_GREP_PROJECT:
+        if len(self.project.index.py_files()) <= MAX_GREP_PROJECT:
             files += [f for f in self.ctx.project_files((needle,)) if f not in files]
         return files[:MAX_CALLER_FILES]
 
