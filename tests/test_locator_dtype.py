@@ -389,3 +389,36 @@ def test_self_half_in_a_module(tmp_path):
     write(tmp_path, "train.py", code("import torch\nfrom model import Net", LOOP, "fit(Net())"))
     out = _fp16(tmp_path)
     assert _sites(out) == [("model.py", line_of(tmp_path, "model.py", "self.half()"), "model-cast")]
+
+
+def test_argparse_default_converted_by_type(tmp_path):
+    write(tmp_path, "train.py", code("""
+        import argparse
+        import torch
+        import torch.nn as nn
+        """, LOOP, """
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--param-dtype", type=lambda s: getattr(torch, s), default="float16")
+        parser.add_argument("--name", type=str, default="half")
+        args = parser.parse_args()
+        fit(nn.Linear(8, 1).to(args.param_dtype))
+        print(args.name)
+        """))
+    out = _fp16(tmp_path)
+    assert _sites(out) == [("train.py", line_of(tmp_path, "train.py", "nn.Linear(8, 1).to("), "model-cast")]
+
+
+def test_namespace_over_a_config_dict(tmp_path):
+    write(tmp_path, "config.py", CONFIG_DICT)
+    write(tmp_path, "train.py", code("""
+        from types import SimpleNamespace
+        import torch
+        import torch.nn as nn
+        from config import CONFIG
+        """, LOOP, """
+        cfg = SimpleNamespace(**CONFIG)
+        fit(nn.Linear(8, 1).to(cfg.device, getattr(torch, cfg.precision)))
+        """))
+    out = _fp16(tmp_path)
+    assert _sites(out)[:2] == [("config.py", line_of(tmp_path, "config.py", '"precision"'), "config-dtype"),
+                               ("train.py", line_of(tmp_path, "train.py", "nn.Linear(8, 1).to("), "model-cast")]

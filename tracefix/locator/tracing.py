@@ -510,6 +510,8 @@ MAX_ORIGINS = 8
 MAX_CALLER_FILES = 40
 MAX_GREP_PROJECT = 400      # beyond this many files, reads are counted in the import closure only
 FILE_LOADERS = {"load", "safe_load", "full_load", "unsafe_load"}
+NAMESPACES = {"SimpleNamespace", "Namespace", "EasyDict", "edict", "AttrDict", "Box", "create", "DictConfig",
+              "Munch", "munchify"}
 
 
 class ValueTracer(Tracer):
@@ -665,14 +667,24 @@ class ValueTracer(Tracer):
             if fname == "parse_args":
                 for add in self.argparse_options(sf, attr):
                     d = keyword(add, "default")
+                    conv = keyword(add, "type")
+                    # a string default goes through type= (type=lambda s: getattr(torch, s))
+                    named = by_name or (conv is not None and last_name(conv.value) not in ("str", "int", "float"))
                     if d is not None:
                         self._origins(sf, sf.scope_of(add), d.value, add.lineno, depth, "argparse", shared,
-                                      by_name, out)
+                                      named, out)
                 return
             kw = keyword(node, attr)
             if kw is not None:
                 return self._origins(sf, sf.scope_of(node), kw.value, node.lineno, depth, "kwarg", shared,
                                      by_name, out)
+            # SimpleNamespace(**CONFIG), EasyDict(CONFIG), OmegaConf.create(CONFIG): attribute = key
+            if fname in NAMESPACES:
+                spread = [k.value for k in node.keywords if k.arg is None] + node.args[:1]
+                for d in spread:
+                    sub = ast.copy_location(ast.Subscript(value=d, slice=ast.Constant(value=attr), ctx=ast.Load()), node)
+                    self._origins(sf, sf.scope_of(node), sub, node.lineno, depth, "", shared, by_name, out)
+                return
             cls = self.resolve_class(sf, node.func)
             if cls is None:
                 return
