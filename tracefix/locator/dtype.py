@@ -10,7 +10,8 @@ import re
 from typing import List, Optional, Set, Tuple
 
 from tracefix.locator.base import FIXED_SINCE
-from tracefix.locator.tracing import Tracer, is_true, src, unwrap_chain, walk_stmt
+from tracefix.locator.tracing import (Origin, ValueTracer, is_param, is_true, returns, src, unwrap_chain,
+                                     walk_stmt)
 from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
 
 DATA_NAMES = {"x", "xs", "xb", "inputs", "input", "inp", "batch", "data", "images", "image", "img",
@@ -31,7 +32,11 @@ TENSOR_FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "tensor",
 FROM_PRETRAINED = {"from_pretrained", "from_config", "from_single_file", "pipeline"}
 
 
-class HalfParams(Tracer):
+CONFIG_SOURCES = {"dataclass", "class", "dict", "module", "kwarg"}
+PARAMETER_CALLS = {"Parameter", "ParameterList", "ParameterDict"}
+
+
+class HalfParams(ValueTracer):
     """Fix sites for trainable parameters in float16 (``bf16=False``) or bfloat16 (``bf16=True``)."""
 
     def __init__(self, ctx, bf16: bool) -> None:
@@ -63,7 +68,10 @@ class HalfParams(Tracer):
                                   "(construct it with enabled=False or drop it).", score)
         needles = ("bfloat16", "bf16") if bf16 else ("half", "float16", "fp16")
         dtype_word = "bfloat16" if bf16 else "float16"
-        for rel in self.ctx.project_files(needles):
+        # The crash's own files are read whole: a dtype that arrives through a config object
+        # (getattr(torch, cfg["precision"])) is not spelled where the cast is.
+        files = list(closure) + [r for r in self.ctx.project_files(needles) if r not in closure]
+        for rel in files:
             if self.ctx.over_budget():
                 break
             sf = self.project.source(rel)
@@ -124,48 +132,184 @@ class HalfParams(Tracer):
         name = last_name(func)
         parent = sf.parent(call)
         in_parameter = isinstance(parent, ast.Call) and last_name(parent.func) == "Parameter"
+        scope = sf.scope_of(call)
+        cast_arg: Optional[ast.AST] = None           # the dtype argument of .to()/.type()
+        cast_origins: List[Origin] = []
         is_cast = False
         if isinstance(func, ast.Attribute):
             if name == ("bfloat16" if bf16 else "half") and not call.args:
                 is_cast = True
-            elif name in ("to", "type") and (any(_is_dtype(a, bf16) for a in call.args) or
-                                             any(k.arg == "dtype" and _is_dtype(k.value, bf16) for k in call.keywords)):
-                is_cast = True
+            elif name in ("to", "type"):
+                for arg in list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]:
+                    found = self._half_value(sf, scope, arg, call.lineno)
+                    if found is not None:
+                        is_cast, cast_arg, cast_origins = True, arg, found
+                        break
         if is_cast:
-            scope = sf.scope_of(call)
             if in_parameter:
                 self.ctx.add(sf, call.lineno, func.end_col_offset - len(name) if hasattr(func, "end_col_offset") else call.col_offset,
                           "param-dtype", f"A trainable parameter is created in {word}; GradScaler needs float32 "
                           f"parameters.", 0.8 - penalty)
                 return
             if self._is_model(sf, scope, func.value, call.lineno):
+                reason = (f"The model is cast to {word}, so its gradients are {word}; keep the parameters in "
+                          f"float32 and let autocast handle mixed precision.")
+                if cast_origins and cast_origins[0].node is not cast_arg:
+                    self._traced_site(sf, cast_arg, cast_origins, "model-cast", reason, 0.9 - penalty, word)
+                    return
                 col = (func.end_col_offset or 0) - len(name)
-                self.ctx.add(sf, call.lineno, max(col, 0), "model-cast",
-                          f"The model is cast to {word}, so its gradients are {word}; keep the parameters in "
-                          f"float32 and let autocast handle mixed precision.", 0.9 - penalty)
+                self.ctx.add(sf, call.lineno, max(col, 0), "model-cast", reason, 0.9 - penalty)
             return
         # from_pretrained(..., torch_dtype=torch.float16)
         for kwname in ("torch_dtype", "dtype"):
             kw = keyword(call, kwname)
-            if kw is None or not _is_dtype(kw.value, bf16):
+            if kw is None or not (name in FROM_PRETRAINED or kwname == "torch_dtype"):
                 continue
-            if name in FROM_PRETRAINED or (kwname == "torch_dtype"):
-                self.ctx.add(sf, kw.lineno, kw.col_offset, "torch-dtype-fp16",
-                          f"The model is loaded with {kwname}={src(sf, kw.value)}, so its trainable parameters "
-                          f"are {word}.", 0.88 - penalty)
-                return
+            found = self._half_value(sf, scope, kw.value, call.lineno, strings=True)
+            if found is None:
+                continue
+            reason = (f"The model is loaded with {kwname}={src(sf, kw.value)}, so its trainable parameters "
+                      f"are {word}.")
+            if found[0].node is not kw.value:
+                self._traced_site(sf, kw, found, "torch-dtype-fp16", reason, 0.88 - penalty, word)
+            else:
+                self.ctx.add(sf, kw.lineno, kw.col_offset, "torch-dtype-fp16", reason, 0.88 - penalty)
+            return
         if dotted(func).endswith("set_default_dtype") and call.args and _is_dtype(call.args[0], bf16):
             self.ctx.add(sf, call.lineno, call.col_offset, "default-dtype",
                       f"The default dtype is set to {word}, so every parameter created afterwards is {word}.",
                       0.85 - penalty)
             return
         kw = keyword(call, "dtype")
-        if kw is not None and _is_dtype(kw.value, bf16):
-            rg = keyword(call, "requires_grad")
-            if in_parameter or (rg is not None and is_true(rg.value)):
-                self.ctx.add(sf, kw.lineno, kw.col_offset, "param-dtype",
-                          f"A trainable parameter is created in {word}; GradScaler needs float32 parameters.",
-                          0.8 - penalty)
+        if kw is None or name in ("autocast", "GradScaler"):
+            return
+        found = self._half_value(sf, scope, kw.value, call.lineno)
+        if found is None:
+            return
+        rg = keyword(call, "requires_grad")
+        # nn.Linear(4, 4, dtype=torch.float16): a layer built with half weights (factory kwargs)
+        layer = name[:1].isupper() and (self.full_name(sf, func).startswith("torch.nn.") or
+                                         self._module_class(sf, func))
+        if layer or in_parameter or (rg is not None and is_true(rg.value)) or self._into_parameter(sf, scope, call):
+            reason = (f"The layer {name} is built with {word} weights; GradScaler needs float32 parameters." if layer
+                      else f"A trainable parameter is created in {word}; GradScaler needs float32 parameters.")
+            if found[0].node is not kw.value:
+                self._traced_site(sf, kw, found, "param-dtype", reason, 0.8 - penalty, word)
+            else:
+                self.ctx.add(sf, kw.lineno, kw.col_offset, "param-dtype", reason, 0.8 - penalty)
+
+    def _module_class(self, sf: SourceFile, func: ast.AST) -> bool:
+        """A project class that derives from nn.Module (not a config class taking dtype=)."""
+        cls = self.resolve_class(sf, func)
+        return cls is not None and any(last_name(b) == "Module" for b in cls[1].bases)
+
+    def _loop_parameter(self, sf: SourceFile, scope: ast.AST, recv: ast.AST) -> bool:
+        """``p`` or ``p.data`` where ``for p in m.parameters()`` (or ``for n, p in m.named_parameters()``)."""
+        if isinstance(recv, ast.Attribute) and recv.attr == "data":
+            recv = recv.value
+        if not isinstance(recv, ast.Name):
+            return False
+        for node in sf.own(scope):
+            if not (isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, ast.Call)):
+                continue
+            if last_name(node.iter.func) not in ("parameters", "named_parameters"):
+                continue
+            t = node.target
+            names = [t.id] if isinstance(t, ast.Name) else [e.id for e in getattr(t, "elts", [])[1:]
+                                                            if isinstance(e, ast.Name)]
+            if recv.id in names:
+                return True
+        return False
+
+    # -- dtypes that are not spelled at the cast ------------------------------------------------
+    def _half_value(self, sf: SourceFile, scope: ast.AST, node: ast.AST, line: int,
+                    strings: bool = False) -> Optional[List[Origin]]:
+        """Where ``node`` gets a half dtype: ``[Origin]`` whose first is node itself when it is
+        spelled there (``torch.float16``), else the traced literals (config fields, dict keys,
+        argparse defaults, ``getattr(torch, name)``); None when it is not (or not provably) half."""
+        local = isinstance(node, ast.Name) and (self.last_assign(sf, scope, node.id, line) is not None
+                                                 or is_param(scope, node.id))
+        if not local and _is_dtype(node, self.bf16) and (strings or const_str(node) is None or
+                                                          isinstance(sf.parent(node), ast.keyword)):
+            return [Origin(sf, node, "", False, False)]
+        if not isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.IfExp)):
+            return None
+        if isinstance(node, ast.Attribute) and dotted(node).startswith("torch."):
+            return None
+        half = [o for o in self.origins(sf, scope, node, line) if self._origin_is_half(o, strings)]
+        return half or None
+
+    def _origin_is_half(self, o: Origin, strings: bool) -> bool:
+        if isinstance(o.node, ast.Constant):
+            # a name looked up on torch (getattr(torch, "float16")), or a string torch_dtype=
+            return (o.by_name or strings) and _is_dtype(o.node, self.bf16)
+        return isinstance(o.node, (ast.Attribute, ast.Name)) and not o.by_name and _is_dtype(o.node, self.bf16)
+
+    def _traced_site(self, sf: SourceFile, at: ast.AST, origins: List[Origin], kind: str, reason: str,
+                     score: float, word: str) -> None:
+        """A dtype that arrives from elsewhere: fix it where it is chosen when that place sets only
+        this (a config field or key read nowhere else), else where it is applied (``at``)."""
+        where = "; ".join(f"{_describe(o)} ({o.where})" for o in origins[:2])
+        reason = f"{reason} The dtype comes from {where}."
+        config = [o for o in origins if o.source in CONFIG_SOURCES and not o.shared]
+        if any(o.shared for o in origins):
+            reason += " The same value is read elsewhere too (autocast, the scaler, ...), so the cast is what changes."
+        elif any(o.source in ("argparse", "lookup", "file", "default") for o in origins):
+            reason += (" It is chosen outside this code (a command-line option, a lookup table, a config file or a "
+                       "caller), so the cast is what changes.")
+        if config and len(config) == len(origins):
+            for o in config:
+                near = 0.0 if o.sf.rel in self.ctx.crash_closure() or not self.ctx.mapped else 0.3
+                self.ctx.add(o.sf, o.node.lineno, o.node.col_offset, "config-dtype",
+                             f"{_describe(o)[0].upper()}{_describe(o)[1:]} sets the trainable parameters' dtype "
+                             f"to {word} and nothing else reads it; set it to float32 (autocast still computes "
+                             f"in {word}). It is applied at {sf.rel}:{at.lineno}.", max(score, 0.9 - near))
+            score -= 0.1
+        self.ctx.add(sf, at.lineno, at.col_offset, kind, reason, score)
+
+    def _into_parameter(self, sf: SourceFile, scope: ast.AST, node: ast.AST, depth: int = 0) -> bool:
+        """Does the tensor built by ``node`` become a trainable ``nn.Parameter`` (directly, through
+        arithmetic or in-place initialisers, or through a name: ``register_parameter(.., Parameter(g))``)?"""
+        cur = node
+        while True:
+            p = sf.parent(cur)
+            if isinstance(p, (ast.BinOp, ast.UnaryOp, ast.List, ast.Tuple, ast.Starred)):
+                cur = p
+                continue
+            if isinstance(p, ast.Attribute) and p.value is cur:
+                gp = sf.parent(p)
+                if not (isinstance(gp, ast.Call) and gp.func is p) or p.attr in _DTYPE_CHANGERS:
+                    return False                      # .float(), .to(...): no longer the half tensor
+                if p.attr == "requires_grad_":
+                    return not (gp.args and isinstance(gp.args[0], ast.Constant) and gp.args[0].value is False)
+                cur = gp
+                continue
+            if isinstance(p, ast.keyword):
+                gp = sf.parent(p)
+                if isinstance(gp, ast.Call) and last_name(gp.func) in PARAMETER_CALLS and p.arg == "data":
+                    p, cur = gp, p
+                else:
+                    return False
+            if isinstance(p, ast.Call) and cur is not p.func:
+                if last_name(p.func) not in PARAMETER_CALLS:
+                    return False
+                rg = keyword(p, "requires_grad")
+                if rg is not None and isinstance(rg.value, ast.Constant) and rg.value.value is False:
+                    return False
+                if len(p.args) > 1 and isinstance(p.args[1], ast.Constant) and p.args[1].value is False:
+                    return False
+                return True
+            if isinstance(p, (ast.Assign, ast.AnnAssign)) and depth < 2:
+                names = [t.id for t in (p.targets if isinstance(p, ast.Assign) else [p.target])
+                         if isinstance(t, ast.Name)]
+                if len(names) != 1:
+                    return False
+                later = [a.lineno for a in self.assignments(sf, scope, names[0]) if a.lineno > p.lineno]
+                stop = min(later) if later else 10 ** 9
+                return any(isinstance(n, ast.Name) and n.id == names[0] and isinstance(n.ctx, ast.Load)
+                           and p.lineno < n.lineno <= stop and self._into_parameter(sf, scope, n, depth + 1)
+                           for n in sf.own(scope))
+            return False
 
     def _is_model(self, sf: SourceFile, scope: ast.AST, recv: ast.AST, line: int, depth: int = 0) -> bool:
         """Is the receiver of a cast a model/module (True) rather than input data (False)?"""
@@ -181,9 +325,22 @@ class HalfParams(Tracer):
             if name[:1].isupper():
                 cls = self.resolve_class(sf, recv.func)
                 return True if cls is not None else not name.endswith(("Tensor", "Dataset", "Loader"))
+            d = self.resolve_def(sf, recv.func)
+            if d is not None and isinstance(d[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # a project factory: what it returns decides, not its name
+                dsf, fn = d
+                rets = returns(fn)
+                if rets:
+                    return any(self._is_model(dsf, fn, r.value, r.lineno, depth + 1) for r in rets)
             return bool(MODEL_NAME_RX.search(name)) and not name.endswith("_")
         if isinstance(recv, ast.Subscript):
             return False
+        if self._loop_parameter(sf, scope, recv):
+            return True                 # for p in model.parameters(): p.data = p.data.half()
+        if isinstance(recv, ast.Name) and recv.id == "self":
+            cls = sf.class_of(scope)    # self.half() inside an nn.Module subclass
+            return cls is not None and any(last_name(b) == "Module" or self.resolve_class(sf, b) is not None
+                                           for b in cls.bases)
         name = recv.id if isinstance(recv, ast.Name) else (recv.attr if isinstance(recv, ast.Attribute) else "")
         if not name:
             return False
@@ -216,12 +373,24 @@ class HalfParams(Tracer):
 
 
 def _is_dtype(node: ast.AST, bf16: bool) -> bool:
-    words = ("bfloat16", "bf16") if bf16 else ("float16", "half", "fp16")
+    words = ("bfloat16", "bf16", "BFloat16Tensor") if bf16 else ("float16", "half", "fp16", "HalfTensor")
     d = dotted(node)
     if d:
         return d.split(".")[-1] in words and (d.startswith("torch.") or "." not in d or d.count(".") == 1)
     s = const_str(node)
     return s is not None and s.lower() in words
+
+
+_DTYPE_CHANGERS = {"float", "double", "to", "type", "half", "bfloat16", "long", "int"}
+
+
+def _describe(o: Origin) -> str:
+    """'the dataclass field default', 'the key of a dict', ... for a reason text."""
+    return {"dataclass": "the dataclass field's default", "class": "the class attribute",
+            "dict": "the dict entry", "module": "the module constant", "kwarg": "the constructor keyword",
+            "argparse": "the argparse default", "lookup": "the lookup-table entry",
+            "default": "the parameter default", "file": "the config file's value"}.get(o.source, "the value") + \
+        (f" `{o.node.value}`" if o.source == "file" else f" `{src(o.sf, o.node)}`")
 
 
 def _scaler_disabled(call: ast.Call) -> bool:

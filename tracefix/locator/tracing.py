@@ -7,6 +7,7 @@ afterwards (as a number: ``.item()``, ``float()``, formatting, logging).  Reads 
 from __future__ import annotations
 
 import ast
+import re
 from typing import List, Optional, Tuple
 
 from tracefix.pysource import FUNC_TYPES, SourceFile, const_str, dotted, keyword, last_name, own_nodes
@@ -479,4 +480,414 @@ def classify_backward(call: ast.Call) -> Optional[Tuple[str, ast.AST]]:
             return "backward-receiver", call.args[0]
         if func.id == "grad" and call.args and len(call.args) >= 2:
             return "autograd-grad", call.args[0]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Value origins (added for the dtype families): where a plain value such as a dtype is written.
+# Follows names, function parameters (callers' arguments, defaults, annotations), project
+# function returns, ``getattr(module, name)``, and config objects: dataclass / class field
+# defaults and constructor keywords, dict literal keys, argparse defaults, SimpleNamespace
+# keywords, module-level constants imported from other files.
+class Origin:
+    """One place a traced value is written.
+
+    ``node``: the literal (a constant, ``torch.float16``) or the expression the trace stopped at;
+    ``source``: how it was reached ("" local, "default" a parameter default, "module" a module
+    constant, "dataclass"/"class" a field default, "kwarg" a constructor keyword, "dict" a dict
+    literal's key, "argparse" an argparse default); ``shared``: a binding on the way (a name, a
+    config field or key) is read elsewhere too, so changing the literal changes more than this use;
+    ``by_name``: the value is a name looked up with ``getattr(module, <value>)``."""
+
+    __slots__ = ("sf", "node", "source", "shared", "by_name", "where")
+
+    def __init__(self, sf: SourceFile, node: ast.AST, source: str, shared: bool, by_name: bool,
+                 where: str = "") -> None:
+        self.sf, self.node, self.source, self.shared, self.by_name = sf, node, source, shared, by_name
+        self.where = where or f"{sf.rel}:{getattr(node, 'lineno', 0)}"   # "config.json:6" for a data file
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Origin({self.sf.rel}:{getattr(self.node, 'lineno', 0)} {self.source} shared={self.shared})"
+
+
+MAX_ORIGINS = 8
+MAX_CALLER_FILES = 40
+MAX_GREP_PROJECT = 400      # beyond this many files, reads are counted in the import closure only
+FILE_LOADERS = {"load", "safe_load", "full_load", "unsafe_load"}
+NAMESPACES = {"SimpleNamespace", "Namespace", "EasyDict", "edict", "AttrDict", "Box", "create", "DictConfig",
+              "Munch", "munchify"}
+
+
+class ValueTracer(Tracer):
+    """:class:`Tracer` plus :meth:`origins`."""
+
+    def origins(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int) -> List[Origin]:
+        out: List[Origin] = []
+        self._origins(sf, scope, expr, line, 0, "", False, False, out)
+        return out[:MAX_ORIGINS]
+
+    def _origins(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int, depth: int,
+                 source: str, shared: bool, by_name: bool, out: List[Origin]) -> None:
+        if depth > MAX_DEPTH + 2 or len(out) >= MAX_ORIGINS:
+            return
+        nxt = depth + 1
+
+        def term(node: ast.AST) -> None:
+            out.append(Origin(sf, node, source, shared, by_name))
+
+        if isinstance(expr, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.ClassDef)):
+            return term(expr)
+        if isinstance(expr, ast.IfExp):
+            for branch in (expr.body, expr.orelse):
+                self._origins(sf, scope, branch, line, nxt, source, shared, by_name, out)
+            return
+        if isinstance(expr, ast.Name):
+            if is_param(scope, expr.id):
+                return self._param_origins(sf, scope, expr.id, nxt, source, shared, by_name, out)
+            a = self.last_assign(sf, scope, expr.id, line)
+            if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None and \
+                    bound_names(a) == [expr.id]:
+                where = sf.scope_of(a)
+                reads = sum(1 for n in sf.own(where) if isinstance(n, ast.Name) and n.id == expr.id
+                            and isinstance(n.ctx, ast.Load))
+                src_kind = source or ("module" if isinstance(where, ast.Module) and where is not scope else "")
+                return self._origins(sf, where, a.value, a.lineno, nxt, src_kind, shared or reads > 1, by_name, out)
+            if a is None:
+                found = self.module_value(sf.rel, expr.id)
+                if found is not None:
+                    osf, assign = found
+                    reads = len(self.attr_reads(expr.id, name=True))
+                    return self._origins(osf, osf.tree, assign.value, assign.lineno, nxt, source or "module",
+                                         shared or reads > 1, by_name, out)
+                cls = self.project.lookup(sf.rel, expr.id)
+                if cls is not None and isinstance(cls[1], ast.ClassDef):
+                    out.append(Origin(cls[0], cls[1], source, shared, by_name))
+                    return
+            return term(expr)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Name) and func.id == "getattr" and len(expr.args) >= 2:
+                return self._origins(sf, scope, expr.args[1], line, nxt, source, shared, True, out)
+            if isinstance(func, ast.Attribute) and func.attr == "get" and expr.args:
+                sub = ast.Subscript(value=func.value, slice=expr.args[0], ctx=ast.Load())
+                ast.copy_location(sub, expr)
+                return self._origins(sf, scope, sub, line, nxt, source, shared, by_name, out)
+            d = self.resolve_def(sf, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+            if d is not None and isinstance(d[1], FUNC_TYPES):
+                fsf, fn = d
+                for r in returns(fn)[:3]:
+                    self._origins(fsf, fn, r.value, r.lineno, nxt, source, shared, by_name, out)
+                return
+            return term(expr)
+        if isinstance(expr, ast.Subscript):
+            keys = [o.node for o in self.origins(sf, scope, expr.slice, line)]
+            keys = [k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, (str, int))]
+            if not keys:
+                return term(expr)
+            # A key computed elsewhere (DTYPES[args.dtype]) makes the dict a lookup table: the
+            # choice is made where the key is, not in the table.
+            kind = "dict" if isinstance(expr.slice, ast.Constant) else "lookup"
+            objs: List[Origin] = []
+            self._origins(sf, scope, expr.value, line, nxt, source, False, False, objs)
+            for obj in objs:
+                if isinstance(obj.node, ast.Call):      # json.load(open("config.json"))["precision"]
+                    for key in keys:
+                        found = self.config_file_value(obj.sf, obj.sf.scope_of(obj.node), obj.node, str(key))
+                        if found is not None:
+                            const = ast.copy_location(ast.Constant(value=found[2]), expr)
+                            out.append(Origin(sf, const, "file", shared, by_name, f"{found[0]}:{found[1]}"))
+                    continue
+                if not isinstance(obj.node, ast.Dict):
+                    continue
+                for key in keys:
+                    for k, v in zip(obj.node.keys, obj.node.values):
+                        if isinstance(k, ast.Constant) and k.value == key:
+                            reads = len(self.key_reads(key)) if isinstance(key, str) else 1
+                            self._origins(obj.sf, obj.sf.scope_of(v), v, v.lineno, nxt, kind,
+                                          shared or reads > 1, by_name, out)
+            return
+        if isinstance(expr, ast.Attribute):
+            if dotted(expr).split(".")[0] in ("torch", "np", "numpy", "jnp"):
+                return term(expr)
+            if isinstance(expr.value, ast.Name) and not is_param(scope, expr.value.id) and \
+                    self.last_assign(sf, scope, expr.value.id, line) is None:
+                imp = sf.imports().get(expr.value.id)
+                if imp is not None and imp[1] is None:        # import config; config.DTYPE
+                    target = self.project.resolve_module(sf.rel, imp[0], imp[2])
+                    if target is not None:
+                        found = self.module_value(target, expr.attr)
+                        if found is not None:
+                            osf, assign = found
+                            reads = len(self.attr_reads(expr.attr))
+                            return self._origins(osf, osf.tree, assign.value, assign.lineno, nxt, "module",
+                                                 shared or reads > 1, by_name, out)
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                ctor = self.ctor_value(sf, scope, expr, line)
+                if ctor is not None:
+                    csf, value = ctor
+                    return self._origins(csf, csf.scope_of(value), value, value.lineno, nxt, source or "class",
+                                         shared, by_name, out)
+                return term(expr)
+            objs = []
+            self._origins(sf, scope, expr.value, line, nxt, source, False, False, objs)
+            before = len(out)
+            for obj in objs:
+                obj.shared = shared
+                self._field_origins(obj, expr.attr, nxt, by_name, out)
+            if len(out) == before and not objs:
+                term(expr)
+            return
+        term(expr)
+
+    def _param_origins(self, sf: SourceFile, fn: ast.AST, name: str, depth: int, source: str,
+                       shared: bool, by_name: bool, out: List[Origin]) -> None:
+        """A parameter's value: each caller's argument (or the default), else the annotation."""
+        callers = self.call_sites(sf, fn)
+        default = param_default(fn, name)
+        reads = sum(1 for n in sf.own(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
+        shared = shared or reads > 1
+        used_default = False
+        for csf, call in callers:
+            arg = argument_for(fn, call, name)
+            if arg is not None:
+                self._origins(csf, csf.scope_of(call), arg, call.lineno, depth, source, shared, by_name, out)
+            else:
+                used_default = True
+        if default is not None and (used_default or not callers):
+            self._origins(sf, sf.scope_of(fn), default, fn.lineno, depth, source or "default", shared, by_name, out)
+        elif not callers:
+            ann = param_annotation(fn, name)
+            if ann is not None:
+                cls = self.resolve_class(sf, ann)
+                if cls is not None:
+                    out.append(Origin(cls[0], cls[1], source, shared, by_name))
+
+    def _field_origins(self, obj: Origin, attr: str, depth: int, by_name: bool, out: List[Origin]) -> None:
+        """``obj.attr`` where obj is a constructor call, a class, ``parse_args()`` or a namespace."""
+        node, sf = obj.node, obj.sf
+        shared = obj.shared or len(self.attr_reads(attr)) > 1
+        if isinstance(node, ast.Call):
+            fname = last_name(node.func)
+            if fname == "parse_args":
+                for add in self.argparse_options(sf, attr):
+                    d = keyword(add, "default")
+                    conv = keyword(add, "type")
+                    # a string default goes through type= (type=lambda s: getattr(torch, s))
+                    named = by_name or (conv is not None and last_name(conv.value) not in ("str", "int", "float"))
+                    if d is not None:
+                        self._origins(sf, sf.scope_of(add), d.value, add.lineno, depth, "argparse", shared,
+                                      named, out)
+                return
+            kw = keyword(node, attr)
+            if kw is not None:
+                return self._origins(sf, sf.scope_of(node), kw.value, node.lineno, depth, "kwarg", shared,
+                                     by_name, out)
+            # SimpleNamespace(**CONFIG), EasyDict(CONFIG), OmegaConf.create(CONFIG): attribute = key
+            if fname in NAMESPACES:
+                spread = [k.value for k in node.keywords if k.arg is None] + node.args[:1]
+                for d in spread:
+                    sub = ast.copy_location(ast.Subscript(value=d, slice=ast.Constant(value=attr), ctx=ast.Load()), node)
+                    self._origins(sf, sf.scope_of(node), sub, node.lineno, depth, "", shared, by_name, out)
+                return
+            cls = self.resolve_class(sf, node.func)
+            if cls is None:
+                return
+            csf, cdef = cls
+            init = method(cdef, "__init__")
+            if init is not None:
+                for st in ast.walk(init):
+                    if isinstance(st, ast.Assign) and any(
+                            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                            and t.attr == attr for t in st.targets):
+                        v = st.value
+                        if isinstance(v, ast.Name) and is_param(init, v.id):
+                            arg = argument_for(init, ast.Call(func=ast.Attribute(value=node.func, attr="__init__"),
+                                                              args=node.args, keywords=node.keywords), v.id)
+                            if arg is not None:
+                                return self._origins(sf, sf.scope_of(node), arg, node.lineno, depth, "kwarg",
+                                                     shared, by_name, out)
+                            v = param_default(init, v.id) or v
+                        return self._origins(csf, init, v, st.lineno, depth, "class", shared, by_name, out)
+            node, sf = cdef, csf
+        if isinstance(node, ast.ClassDef):
+            deco = {last_name(unwrap_call(d)) for d in node.decorator_list}
+            for st in node.body:
+                target = st.target if isinstance(st, ast.AnnAssign) else (
+                    st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else None)
+                if isinstance(target, ast.Name) and target.id == attr and st.value is not None:
+                    value = st.value
+                    if isinstance(value, ast.Call) and last_name(value.func) == "field":
+                        dflt = keyword(value, "default")
+                        if dflt is None:
+                            return
+                        value = dflt.value
+                    kind = "dataclass" if "dataclass" in deco else "class"
+                    return self._origins(sf, node, value, st.lineno, depth, kind, shared, by_name, out)
+
+    # -- lookups used by the value-origin tracing -------------------------------------------------
+    def module_value(self, rel: str, name: str, depth: int = 0) -> Optional[Tuple[SourceFile, ast.Assign]]:
+        """The module-level ``name = ...`` of rel, following ``from x import name`` in the project."""
+        sf = self.project.source(rel)
+        if sf is None or depth > 4:
+            return None
+        found = None
+        for st in sf.tree.body:
+            if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None and bound_names(st) == [name]:
+                found = st
+        if found is not None:
+            return sf, found
+        imp = sf.imports().get(name)
+        if imp is None or imp[1] is None:
+            return None
+        target = self.project.resolve_module(rel, imp[0], imp[2])
+        if target is None or target == rel:
+            return None
+        return self.module_value(target, imp[1], depth + 1)
+
+    def _reading_files(self, needle: str) -> List[str]:
+        """The crash's import closure, plus (in a small project) the project's files holding needle."""
+        files = list(self.ctx.crash_closure())
+        if len(self.project.index.py_files()) <= MAX_GREP_PROJECT:
+            files += [f for f in self.ctx.project_files((needle,)) if f not in files]
+        return files[:MAX_CALLER_FILES]
+
+    def attr_reads(self, attr: str, name: bool = False) -> List[ast.AST]:
+        """Loads of ``.attr`` (or of the bare name, ``name=True``) in the project's files."""
+        key = ("attr-reads", attr, name)
+        memo = self.__dict__.setdefault("_value_memo", {})
+        if key not in memo:
+            hits: List[ast.AST] = []
+            for rel in self._reading_files(attr):
+                osf = self.project.source(rel)
+                if osf is None or attr not in osf.text:
+                    continue
+                for n in ast.walk(osf.tree):
+                    if name and isinstance(n, ast.Name) and n.id == attr and isinstance(n.ctx, ast.Load):
+                        hits.append(n)
+                    elif not name and isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load):
+                        hits.append(n)
+            memo[key] = hits
+        return memo[key]
+
+    def key_reads(self, key: str) -> List[ast.AST]:
+        """Reads of a string key (``x["key"]``, ``x.get("key")``) in the project's files."""
+        mkey = ("key-reads", key)
+        memo = self.__dict__.setdefault("_value_memo", {})
+        if mkey not in memo:
+            hits: List[ast.AST] = []
+            for rel in self._reading_files(key):
+                osf = self.project.source(rel)
+                if osf is None or key not in osf.text:
+                    continue
+                for n in ast.walk(osf.tree):
+                    if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and \
+                            isinstance(n.slice, ast.Constant) and n.slice.value == key:
+                        hits.append(n)
+                    elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
+                            and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == key:
+                        hits.append(n)
+            memo[mkey] = hits
+        return memo[mkey]
+
+    def call_sites(self, sf: SourceFile, fn: ast.AST) -> List[Tuple[SourceFile, ast.Call]]:
+        """Calls of the project function fn (by name) in the files that can reach it."""
+        name = getattr(fn, "name", "")
+        if not name:
+            return []
+        out: List[Tuple[SourceFile, ast.Call]] = []
+        for rel in self._reading_files(name):
+            osf = self.project.source(rel)
+            if osf is None or name not in osf.text:
+                continue
+            for n in ast.walk(osf.tree):
+                if isinstance(n, ast.Call) and last_name(n.func) == name:
+                    out.append((osf, n))
+            if len(out) >= MAX_ORIGINS:
+                break
+        return out[:MAX_ORIGINS]
+
+    # -- config files read with json / yaml / toml loaders (dict keys whose value is in a data file)
+    def config_file_value(self, sf: SourceFile, scope: ast.AST, call: ast.Call, key: str
+                          ) -> Optional[Tuple[str, int, str]]:
+        """(file, line, value) of ``key`` in the data file that ``json.load(open(P))``,
+        ``yaml.safe_load(...)`` or ``tomllib.load(...)`` reads; None when it cannot be told."""
+        if last_name(call.func) not in FILE_LOADERS or not call.args:
+            return None
+        arg = call.args[0]
+        path_expr: Optional[ast.AST] = None
+        if isinstance(arg, ast.Call) and last_name(arg.func) == "open" and arg.args:
+            path_expr = arg.args[0]
+        elif isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and \
+                arg.func.attr in ("read_text", "read_bytes", "open"):
+            inner = arg.func.value
+            if isinstance(inner, ast.Call) and last_name(inner.func) == "Path" and inner.args:
+                path_expr = inner.args[0]
+        elif isinstance(arg, ast.Name):
+            for n in ast.walk(scope):
+                if isinstance(n, (ast.With, ast.AsyncWith)):
+                    for item in n.items:
+                        v, c = item.optional_vars, item.context_expr
+                        if isinstance(v, ast.Name) and v.id == arg.id and isinstance(c, ast.Call) and \
+                                last_name(c.func) == "open" and c.args:
+                            path_expr = c.args[0]
+        if path_expr is None:
+            return None
+        names = [o.node.value for o in self.origins(sf, scope, path_expr, call.lineno)
+                 if isinstance(o.node, ast.Constant) and isinstance(o.node.value, str)]
+        if len(names) != 1:
+            return None
+        here = sf.rel.rsplit("/", 1)[0] + "/" if "/" in sf.rel else ""
+        for rel in (here + names[0].lstrip("./"), names[0].lstrip("./")):
+            path = self.ctx.index.inside(self.ctx.index.abs_path(rel))
+            if path is None or not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+            except OSError:
+                return None
+            if rel.endswith(".json"):
+                rx = re.compile(r'"%s"\s*:\s*"([^"\n]*)"' % re.escape(key))
+            else:                                   # yaml, toml: key: value / key = value
+                rx = re.compile(r'^\s*%s\s*[:=]\s*["\']?([\w.]+)' % re.escape(key), re.M)
+            found = [(text.count("\n", 0, m.start(1)) + 1, m.group(1)) for m in rx.finditer(text)]
+            if len(found) == 1:                     # a key written twice (nested sections): cannot tell
+                return rel, found[0][0], found[0][1]
+            return None
+        return None
+
+    def argparse_options(self, sf: SourceFile, dest: str) -> List[ast.Call]:
+        """``add_argument`` calls of sf whose destination is dest (``--param-dtype`` -> param_dtype)."""
+        found = []
+        for n in ast.walk(sf.tree):
+            if not (isinstance(n, ast.Call) and last_name(n.func) == "add_argument"):
+                continue
+            kw = keyword(n, "dest")
+            names = [const_str(a) or "" for a in n.args]
+            if kw is not None:
+                d = const_str(kw.value)
+            else:
+                longs = [s for s in names if s.startswith("--")]
+                d = (longs[0] if longs else (names[0] if names else "")).lstrip("-").replace("-", "_")
+            if d == dest:
+                found.append(n)
+        return found
+
+
+def param_default(fn: ast.AST, name: str) -> Optional[ast.AST]:
+    a = fn.args  # type: ignore[attr-defined]
+    positional = getattr(a, "posonlyargs", []) + a.args
+    for arg, dflt in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+        if arg.arg == name:
+            return dflt
+    for arg, dflt in zip(a.kwonlyargs, a.kw_defaults):
+        if arg.arg == name:
+            return dflt
+    return None
+
+
+def param_annotation(fn: ast.AST, name: str) -> Optional[ast.AST]:
+    a = fn.args  # type: ignore[attr-defined]
+    for arg in getattr(a, "posonlyargs", []) + a.args + a.kwonlyargs:
+        if arg.arg == name:
+            return arg.annotation
     return None

@@ -339,15 +339,63 @@ def _lora_block(src: Source, var: str) -> cst.BaseStatement:
     return cst.parse_statement(code, config=src.module.config_for_parsing)
 
 
+def _family_dtype(ctx: Context) -> str:
+    return "bfloat16" if "bf16" in (ctx.diag.entry_id or "") else "float16"
+
+
+def _traced_cast(src: Source, site: FixSite, dtype: str) -> Optional[Tuple[cst.Call, str, Optional[cst.Arg]]]:
+    """A ``.to(dev, dtype)`` whose dtype argument (at the site's column) the locator traced to a half
+    dtype set elsewhere (``DTYPES[args.dtype]``, ``getattr(torch, cfg.param_dtype)``)."""
+    def is_cast_arg(n: cst.CSTNode) -> bool:
+        parent = src.parent(n)
+        return isinstance(parent, cst.Call) and method_name(parent) in ("to", "type") and not n.star and \
+            (n.keyword is None or n.keyword.value == "dtype")
+
+    arg = src.find(site.line, site.col, cst.Arg, is_cast_arg)
+    if arg is None:
+        return None
+    call = src.parent(arg)
+    r = src.positions[arg]
+    if not (r.start.line, r.start.column) <= (site.line, site.col) < (r.end.line, r.end.column):
+        # the column does not name the argument: take the one torch reads as the dtype
+        # (.to(dtype=...), or the second of .to(device, dtype)); a lone positional may be a device
+        args = [a for a in call.args if is_cast_arg(a)]
+        kw = [a for a in args if a.keyword is not None]
+        pos = [a for a in args if a.keyword is None]
+        arg = kw[0] if kw else (pos[1] if len(pos) == 2 else None)
+        if arg is None:
+            return None
+    others = [a for a in call.args if a is not arg and not (a.keyword and a.keyword.value in _CAST_KEEP_KWARGS)]
+    return call, dtype, (arg if others else None)
+
+
+def _parameter_loop(src: Source, small: cst.CSTNode) -> Optional[cst.For]:
+    """The ``for p in m.parameters():`` loop whose whole body is this cast (it goes with it)."""
+    line = src.parent(small)
+    block = src.parent(line) if line is not None else None
+    loop = src.parent(block) if block is not None else None
+    if not (isinstance(loop, cst.For) and isinstance(block, cst.IndentedBlock) and len(block.body) == 1
+            and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and loop.orelse is None):
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Call) and method_name(it) in ("parameters", "named_parameters"):
+        return loop
+    return None
+
+
 @fixer("model-cast")
 def model_cast(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)
     if src is None:
         return []
     call = src.find(site.line, site.col, cst.Call, lambda n: cast_info(n) is not None)
-    if call is None:
-        return []
-    dtype, arg = cast_info(call)
+    if call is not None:
+        dtype, arg = cast_info(call)
+    else:
+        traced = _traced_cast(src, site, _family_dtype(ctx))
+        if traced is None:
+            return []
+        call, dtype, arg = traced
     inner = call.func.value
     parent = src.parent(call)
     var = ""
@@ -360,7 +408,8 @@ def model_cast(ctx: Context, site: FixSite) -> List[Option]:
         text = _replace_in_line(src, call, lambda n: remove_arg(n, arg))
     elif (isinstance(parent, cst.Expr) and isinstance(inner, (cst.Name, cst.Attribute))) or \
             (isinstance(parent, cst.Assign) and var == src.code(inner).strip()):
-        text = _delete_small(src, parent)
+        loop = _parameter_loop(src, parent)
+        text = _delete_statement(src, loop, loop) if loop is not None else _delete_small(src, parent)
     else:
         text = _replace_in_line(src, call, lambda n: n.func.value)
     if text is None:
@@ -371,7 +420,9 @@ def model_cast(ctx: Context, site: FixSite) -> List[Option]:
     options = [Option(f"Keep the weights in float32: remove the {name} cast `{cast_code}`{autocast_note}; "
                       f"GradScaler needs float32 parameters (autocast still computes in {name})", "safe", "", texts)]
     line = src.statement_of(call)
-    if var and isinstance(line, cst.SimpleStatementLine) and isinstance(src.parent(line), (cst.Module, cst.IndentedBlock)):
+    in_loop = any(isinstance(a, cst.For) and var.split(".")[0] in _names(a.target) for a in src.ancestors(call))
+    if var and not in_loop and isinstance(line, cst.SimpleStatementLine) and \
+            isinstance(src.parent(line), (cst.Module, cst.IndentedBlock)):
         keep = src.edit_body(line, lambda b, i: b[:i + 1] + [_lora_block(src, var)] + b[i + 1:])
         if keep is not None:
             options.append(Option(f"Keep {var} in {name} but make its trainable parameters float32 after the cast "
@@ -412,17 +463,64 @@ def dtype_fix(ctx: Context, site: FixSite) -> List[Option]:
     if src is None:
         return []
     node = src.find(site.line, site.col, (cst.Attribute, cst.Name, cst.SimpleString), _dtype_node(src))
-    if node is None:
-        return []
-    dtype = half_dtype(node)
-    code = src.code(node).strip()
-    text = _to_float32(src, node)
+    if node is not None:
+        dtype = half_dtype(node)
+        code = src.code(node).strip()
+        text = _to_float32(src, node)
+    else:
+        # dtype=<a value the locator traced to a half dtype set elsewhere>: spell float32 here
+        kw = src.find(site.line, site.col, cst.Arg, lambda n: n.keyword is not None and
+                      n.keyword.value in ("dtype", "torch_dtype") and site.kind != "default-dtype")
+        if kw is None or dotted(kw.value).startswith("torch.") or isinstance(kw.value, cst.SimpleString):
+            return []                   # a literal that is not half: nothing to change
+        dtype = _family_dtype(ctx)
+        code = src.code(kw.value).strip()
+        text = ensure_torch(src.replace(kw.value, lambda n: expr("torch.float32")))
     what = {"torch-dtype-fp16": "Load the model in float32",
             "param-dtype": "Create the parameter in float32",
             "default-dtype": "Keep the default dtype float32"}[site.kind]
     texts = with_autocast(ctx, site.path, text, dtype) if site.kind == "torch-dtype-fp16" else {site.path: text}
     return [Option(f"{what} instead of `{code}`: GradScaler needs float32 trainable parameters (mixed precision "
                    "comes from autocast, not from the weights)", "safe", "", texts)]
+
+
+_FLOAT32_STRINGS = {"float16": "float32", "half": "float32", "fp16": "float32", "bfloat16": "float32",
+                    "bf16": "float32"}
+
+
+@fixer("config-dtype")
+def config_dtype(ctx: Context, site: FixSite) -> List[Option]:
+    """The half dtype is chosen in a config (a dataclass default, a dict entry, a module constant)
+    that sets only the parameters' dtype: choose float32 there."""
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+
+    def test(n: cst.CSTNode) -> bool:
+        if isinstance(n, cst.SimpleString):
+            try:
+                return str(n.evaluated_value) in _FLOAT32_STRINGS
+            except Exception:  # pragma: no cover
+                return False
+        return bool(half_dtype(n)) and dotted(n).startswith("torch.")
+
+    node = src.find(site.line, site.col, (cst.SimpleString, cst.Attribute), test)
+    if node is None:
+        return []
+    code = src.code(node).strip()
+    if isinstance(node, cst.SimpleString):
+        prefix, q = node.prefix, node.quote
+        new = f"{prefix}{q}{_FLOAT32_STRINGS[str(node.evaluated_value)]}{q}"
+        text = src.replace(node, lambda n: n.with_changes(value=new))
+        dtype = _HALF_STRINGS[str(node.evaluated_value)]
+    else:
+        new = f"torch.{TO_FLOAT32[node.attr.value]}"
+        text = _to_float32(src, node)
+        dtype = half_dtype(node)
+    texts = with_autocast(ctx, site.path, text, dtype)
+    return [Option(f"Set the parameters' dtype to float32 where it is chosen: `{code}` -> `{new}` (it sets only "
+                   "the weights' dtype; GradScaler needs float32 parameters and autocast still computes in "
+                   f"{'fp16' if dtype == 'float16' else 'bf16'})", "safe", "", texts)]
 
 
 @fixer("grad-scaler")

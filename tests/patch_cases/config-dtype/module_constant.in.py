@@ -1,0 +1,3 @@
+import torch
+
+PARAM_DTYPE = torch.bfloat16  # FIX: config-dtype

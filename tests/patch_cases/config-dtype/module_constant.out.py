@@ -1,0 +1,3 @@
+import torch
+
+PARAM_DTYPE = torch.float32  # FIX: config-dtype

@@ -1,0 +1,1 @@
+CONFIG = {"device": "cpu", "optimizer": "adamw"}  # FIX: config-dtype

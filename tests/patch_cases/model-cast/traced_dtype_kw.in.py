@@ -1,0 +1,6 @@
+import torch
+
+
+def build_model(cfg):
+    model = make(cfg)
+    return model.to(device=cfg["device"], dtype=getattr(torch, cfg["precision"]))  # FIX: model-cast

@@ -1,0 +1,1 @@
+model = build().to(target)  # FIX: model-cast

@@ -1,0 +1,9 @@
+import torch
+import torch.nn as nn
+from config import PARAM_DTYPE
+
+
+class Gate(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.g = nn.Parameter(torch.ones(d, dtype=PARAM_DTYPE))  # FIX: param-dtype
