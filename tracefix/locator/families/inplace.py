@@ -654,9 +654,9 @@ class _Inplace(Tracer):
                 for c in calls:
                     if _is_optimizer_step(c) and any(b < c.lineno for b in backs):
                         continue    # a step between two backward() calls: _step_between names it
-                    what = self._param_update(sf, scope, c, 0)
+                    what, steps = self._param_update(sf, scope, c, 0)
                     if what:
-                        self._add_param_update(sf, st, c, what, loss, m.line)
+                        self._add_param_update(sf, st, c, what, loss, m.line, steps)
                         break
             elif isinstance(st, (ast.For, ast.With)) and isinstance(sf.parent(st), (ast.Module,) + FUNC_TYPES
                                                                      + (ast.For, ast.While, ast.If, ast.With)):
@@ -664,13 +664,14 @@ class _Inplace(Tracer):
                 if what and sf.scope_of(st) is scope and not any(
                         isinstance(a, (ast.For, ast.With)) and start < a.lineno for a in sf.ancestors(st)
                         if a is not scope and isinstance(a, ast.stmt)):
-                    self._add_param_update(sf, st, None, what, loss, m.line)
+                    self._add_param_update(sf, st, None, what, loss, m.line, False)
 
     def _add_param_update(self, sf: SourceFile, st: ast.stmt, call: Optional[ast.Call], what: str, loss: str,
-                          back_line: int) -> None:
+                          back_line: int, steps: bool) -> None:
         shown = src(sf, call) if call is not None else sf.line_text(st.lineno).strip()
         inner = "" if what.startswith(shown) else f" ({what})"
-        self.ctx.add(sf, st.lineno, (call or st).col_offset, "param-update-before-backward",
+        kind = "param-step-before-backward" if steps else "param-update-before-backward"
+        self.ctx.add(sf, st.lineno, (call or st).col_offset, kind,
                      f"{shown}{inner} changes parameters in place after the forward pass saved them and before "
                      f"{loss}.backward() (line {back_line}) needs their old values.", 0.85)
 
@@ -692,28 +693,29 @@ class _Inplace(Tracer):
             todo.extend(n.id for n in ast.walk(a.value) if isinstance(n, ast.Name))
         return min(lines) if lines else None
 
-    def _param_update(self, sf: SourceFile, scope: ast.AST, call: ast.Call, depth: int) -> str:
-        """'opt.step()' / 'p.clamp_(-c, c) (wgan_utils.py:9)' when call changes parameters in place."""
+    def _param_update(self, sf: SourceFile, scope: ast.AST, call: ast.Call, depth: int) -> Tuple[str, bool]:
+        """('p.clamp_(-c, c) (wgan_utils.py:9)', steps) when call changes parameters in place; steps: by an
+        optimizer step (which reads the gradients)."""
         if depth > 3:
-            return ""
+            return "", False
         if _is_optimizer_step(call) or self._steps_optimizer(sf, scope, call):
-            return f"{src(sf, call)}" + (f" ({sf.rel}:{call.lineno})" if depth else "")
+            return f"{src(sf, call)}" + (f" ({sf.rel}:{call.lineno})" if depth else ""), True
         name = last_name(call.func)
         if name in ("zero_grad", "backward", "item", "print") or name.endswith("_grad_norm_") or \
                 name.endswith("_grad_value_"):
-            return ""
+            return "", False
         for csf, fn in self.callees(sf, scope, call, call.lineno)[:2]:
             if fn is scope or getattr(fn, "name", "") in ("forward", "__init__"):
                 continue
             for node in sorted((n for n in csf.own(fn) if isinstance(n, (ast.Call, ast.For))),
                                key=lambda n: n.lineno):
                 if isinstance(node, ast.For):
-                    what = self._param_loop(csf, fn, node, depth + 1)
+                    what, steps = self._param_loop(csf, fn, node, depth + 1), False
                 else:
-                    what = self._param_update(csf, fn, node, depth + 1)
+                    what, steps = self._param_update(csf, fn, node, depth + 1)
                 if what:
-                    return what
-        return ""
+                    return what, steps
+        return "", False
 
     def _steps_optimizer(self, sf: SourceFile, scope: ast.AST, call: ast.Call) -> bool:
         """``X.step()`` where X was built by a torch.optim class (``self.opt_critic = torch.optim.Adam(...)``)."""
