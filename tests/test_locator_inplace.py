@@ -381,3 +381,18 @@ def test_out_into_a_registered_buffer(tmp_path):
     assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "out=self.noise"), "inplace-out")
     # a tensor created with requires_grad=True is no buffer
     assert line_of(tmp_path, "layers.py", "self.scale.mul_") not in [s.line for s in out.fix_sites]
+
+
+def test_anomaly_frame_that_saved_an_input(tmp_path):
+    # the forward trace points at the Linear that saved x; the later in-place write of x is the culprit,
+    # not the look-alike in-place write of a fresh value next to it
+    write(tmp_path, "layers.py", PREACT.replace("out = self.fc(self.act(x))",
+                                                "out = self.fc(x)\n            y = torch.relu(out)\n"
+                                                "            y.add_(1)\n            self.act(x)")
+          .replace("import torch.nn as nn", "import torch\n    import torch.nn as nn"))
+    write(tmp_path, "train.py", "from layers import Block\nmodel = Block(4)\nloss = model(x).sum()\nloss.backward()\n")
+    anomaly = [user_frame(tmp_path, "layers.py", "identity = self.shortcut(x)", func="forward")]
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields, anomaly=anomaly)
+    assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "inplace=True"), "inplace-kwarg")
+    assert "anomaly" in out.fix_sites[0].reason

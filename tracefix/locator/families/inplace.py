@@ -617,6 +617,17 @@ class _Inplace(Tracer):
                 cur_sf, cur_stmt = nsf, nstmt
             if len(self.ctx.sites) > before:
                 return True
+            # the op there may have saved one of its inputs (a Linear saves x): a later in-place write of it
+            inputs = sorted({a.id for c in walk_stmt(stmt) if isinstance(c, ast.Call) for a in c.args
+                             if isinstance(a, ast.Name)} - set(bound_names(stmt)) - {"self", "cls"})
+            if inputs:
+                seed = {n: ({fam or "?"}, stmt.lineno, f"'{n}'") for n in inputs}
+                why_in = (f"The anomaly-mode trace shows {m.rel_path}:{m.line} passing {', '.join(inputs)} to an "
+                          f"operation that saved it for backward; it is modified in place here.")
+                self._scan_inplace(sf, sf.scope_of(stmt), fam, seed=seed, start=stmt.lineno, score_match=0.95,
+                                   why=why_in)
+                if len(self.ctx.sites) > before:
+                    return True
             self.ctx.notes.append(f"The anomaly-mode trace points at {m.rel_path}:{m.line}, but no in-place "
                               f"change of that value was found; other candidates are listed.")
             return False
@@ -668,7 +679,7 @@ class _Inplace(Tracer):
 
     def _add_param_update(self, sf: SourceFile, st: ast.stmt, call: Optional[ast.Call], what: str, loss: str,
                           back_line: int, steps: bool) -> None:
-        shown = src(sf, call) if call is not None else sf.line_text(st.lineno).strip()
+        shown = src(sf, call) if call is not None else f"the `{sf.line_text(st.lineno).strip()}` block"
         inner = "" if what.startswith(shown) else f" ({what})"
         kind = "param-step-before-backward" if steps else "param-update-before-backward"
         self.ctx.add(sf, st.lineno, (call or st).col_offset, kind,
