@@ -675,6 +675,10 @@ def _move_below_backward(ctx: Context, site: FixSite) -> Optional[Option]:
         return None
     moved_comments = [ln for ln in stmt.leading_lines if ln.comment is not None]
     blanks = [ln for ln in stmt.leading_lines if ln.comment is None]
+    backward = _backward_calls(body[b])[0]
+    # a step moved below the backward would also receive that backward's gradient: restrict the
+    # backward to the parameters of the optimizer stepped right after it, when the code names it
+    opt2 = _next_step_optimizer(ctx, site.path, src, body, b) if steps and _has_inputs(backward) is False else None
 
     def make(updated: cst.CSTNode) -> cst.CSTNode:
         new = list(updated.body)
@@ -682,6 +686,10 @@ def _move_below_backward(ctx: Context, site: FixSite) -> Optional[Option]:
         nxt = new[at + 1]
         if blanks and not (nxt.leading_lines and nxt.leading_lines[0].comment is None):
             new[at + 1] = nxt.with_changes(leading_lines=[blanks[0], *nxt.leading_lines])
+        if opt2:
+            params = expr(f'[p for group in {opt2}.param_groups for p in group["params"] if p.requires_grad]')
+            target = _backward_calls(new[b])[0]
+            new[b] = new[b].visit(_Swap(target, _append(target, kwarg("inputs", params))))
         return updated.with_changes(body=new[:at] + new[at + 1:b + 1] + [moved] + new[b + 1:])
 
     text = src.replace(block, make)
@@ -689,6 +697,11 @@ def _move_below_backward(ctx: Context, site: FixSite) -> Optional[Option]:
     back = " ".join(src.code(body[b].body[0]).split())[:60]
     summary = (f"Move `{shown}` below `{back}`, so the backward pass runs through the parameter values its "
                "forward pass saved")
+    if steps and opt2:
+        return Option(summary + f", and let that backward() fill only `{opt2}`'s gradients", "unsafe",
+                      f"`{back}` now runs before the optimizer step in `{shown}` and only accumulates gradients "
+                      f"into {opt2}'s parameters (the parameters `{shown}` steps no longer receive its gradient).",
+                      {site.path: text})
     if steps:
         return Option(summary, "unsafe", f"`{back}` now runs before the optimizer step in `{shown}`, and adds its "
                       "gradient to the parameters that step updates when they are part of its graph; pass "
@@ -700,3 +713,49 @@ def _move_below_backward(ctx: Context, site: FixSite) -> Optional[Option]:
 def param_update_before_backward(ctx: Context, site: FixSite) -> List[Option]:
     option = _move_below_backward(ctx, site)
     return [] if option is None else [option]
+
+
+def _next_step_optimizer(ctx: Context, path: str, src: Source, body, b: int) -> Optional[str]:
+    """The optimizer stepped by the statement after body[b]: ``opt_g.step()``, or ``trainer.update_actor()``
+    whose method (of a class built in this file, defined here or imported from a sibling module) runs
+    exactly one ``self.<opt>.step()`` -> ``trainer.<opt>``."""
+    for stmt in body[b + 1:b + 3]:
+        call = _step_call(stmt)
+        if call is not None:
+            return dotted(call.func.value)
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+            continue
+        call = stmt.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)):
+            continue
+        recv, meth = call.func.value.value, call.func.attr.value
+        values = _assignments(src, recv)
+        if len(values) != 1 or not isinstance(values[0], cst.Call) or not isinstance(values[0].func, cst.Name):
+            continue
+        cls_name = values[0].func.value
+        csrc = _class_source(ctx, path, src, cls_name)
+        if csrc is None:
+            continue
+        found = set()
+        for cls in csrc.all(cst.ClassDef, lambda n: n.name.value == cls_name):
+            for fn in cls.body.body:
+                if isinstance(fn, cst.FunctionDef) and fn.name.value == meth:
+                    for n in _walk(fn):
+                        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "step" \
+                                and dotted(n.func.value).startswith("self.") and not n.args:
+                            found.add(recv + dotted(n.func.value)[len("self"):])
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def _class_source(ctx: Context, path: str, src: Source, name: str) -> Optional[Source]:
+    if src.all(cst.ClassDef, lambda n: n.name.value == name):
+        return src
+    for imp in src.all(cst.ImportFrom):
+        if imp.relative or isinstance(imp.names, cst.ImportStar) or imp.module is None:
+            continue
+        if any(isinstance(a.name, cst.Name) and a.name.value == name and a.asname is None for a in imp.names):
+            folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+            return ctx.source(folder + dotted(imp.module).replace(".", "/") + ".py")
+    return None
