@@ -2,9 +2,16 @@
 
 With ``output k of XBackward0`` in the message: the values produced by ops of that family (or by
 modules whose forward ends in one) that are then written in place (augmented assignment, ``x.op_()``,
-``x[i] = v``, ``inplace=True``, ``out=``); with an anomaly-mode forward trace, the write that follows the
-traced line.  Without a node (a leaf/parameter): an optimizer step or a no_grad update between two
-backward() calls.
+``x[i] = v``, ``inplace=True``, ``out=``), also inside project functions the value is passed to; an
+in-place op *of* that family applied to a value an earlier op had saved (autograd then calls the
+tensor its output); ``nn.Sequential`` layers applied in place to the previous layer's saved output.
+Modules are followed through factory functions, registries (``ACTS[name](...)``) and
+``Sequential``/``ModuleList``/``ModuleDict`` indexing and iteration.  With an anomaly-mode forward
+trace, the write that follows the traced line.  Without a node (a leaf), or with a view node
+(``AsStrided``: a parameter's ``.t()`` saved by a Linear): a call between the forward pass and the
+crashing backward that changes parameters in place (optimizer steps, clamping or decay loops, also in
+helpers and methods in other files), an optimizer step between two backward() calls, or a buffer
+written in place.
 """
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ from tracefix.locator.ops import BINOP_FAMILY, KNOWN_FAMILIES, op_family
 from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, argument_for, bound_names, classify_backward,
                                       is_true, method, param_names, returns, src, unwrap_call, unwrap_chain,
                                       walk_stmt)
-from tracefix.pysource import SourceFile, base_name, const_str, dotted, keyword, last_name
+from tracefix.pysource import SourceFile, base_name, const_str, dotted, keyword, last_name, own_nodes
 
 STEP_SKIP_RX = re.compile(r"sched|lr_?|warmup|trainer|env|progress|pbar|bar", re.I)
 STEP_OPT_RX = re.compile(r"opt|sgd|adam|solver|scaler", re.I)
@@ -906,7 +913,6 @@ def _reads_grad_attr(node: ast.AST) -> bool:
 
 
 def own_nodes_sorted(fn: ast.AST) -> List[ast.AST]:
-    from tracefix.pysource import own_nodes
     return sorted((n for n in own_nodes(fn) if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset))
 
 
