@@ -396,3 +396,46 @@ def test_anomaly_frame_that_saved_an_input(tmp_path):
     out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields, anomaly=anomaly)
     assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "inplace=True"), "inplace-kwarg")
     assert "anomaly" in out.fix_sites[0].reason
+
+
+def test_running_statistic_ranks_below_a_buffer_that_is_used(tmp_path):
+    write(tmp_path, "layers.py", """
+        import torch
+        import torch.nn as nn
+
+        class Norm(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.register_buffer("running", torch.zeros(d))
+                self.register_buffer("mask", torch.ones(d))
+
+            def forward(self, x):
+                self.running.mul_(0.9).add_(x.mean(0).detach(), alpha=0.1)
+                y = x * self.mask
+                self.mask.bernoulli_(0.9)
+                return y
+        """)
+    write(tmp_path, "train.py", "from layers import Norm\nm = Norm(2)\nloss = m(x).sum()\nloss.backward()\n")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), LEAF)
+    assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "self.mask.bernoulli_"), "inplace-method")
+
+
+def test_update_in_a_function_that_receives_the_loss(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch
+
+        def clip(model):
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.clamp_(-1, 1)
+
+        def backward_step(model, loss):
+            clip(model)
+            loss.backward()
+
+        backward_step(net, net(x).sum())
+        """)
+    frames = [user_frame(tmp_path, "train.py", "backward_step(net", func="<module>"),
+              user_frame(tmp_path, "train.py", "loss.backward()", func="backward_step"), *TORCH_BACKWARD]
+    out = run(tmp_path, "inplace", frames, VIEW.format(node="AsStrided"), (("node", "AsStrided"),))
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "clip(model)", nth=1), "param-update-before-backward")

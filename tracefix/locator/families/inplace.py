@@ -659,7 +659,11 @@ class _Inplace(Tracer):
         scope = sf.scope_of(stmt)
         start = self._forward_start(sf, scope, classify_backward(back)[1], m.line)
         if start is None:
-            return
+            # the loss came in as an argument: the whole function runs after its forward pass
+            if not (isinstance(scope, FUNC_TYPES) and any(isinstance(n, ast.Name) and n.id in param_names(scope)
+                                                          for n in ast.walk(classify_backward(back)[1]))):
+                return
+            start = scope.lineno
         backs = [c.lineno for c in sf.own(scope) if isinstance(c, ast.Call) and classify_backward(c) is not None]
         loss = src(sf, classify_backward(back)[1])
         for st in sorted((n for n in sf.own(scope) if isinstance(n, ast.stmt) and start < n.lineno < m.line
@@ -777,6 +781,22 @@ class _Inplace(Tracer):
                 return self._iterates_params(ctor[0], sf.scope_of(ctor[1]), ctor[1], 10 ** 9, depth + 1)
         return False
 
+    def _buffer_read(self, sf: SourceFile, fn: ast.AST, write: ast.AST, attr: str) -> bool:
+        """Is self.<attr> used as an operand in fn (or is the written result itself used)?"""
+        if isinstance(write, ast.Call) and keyword(write, "out") is not None and not isinstance(sf.parent(write), ast.Expr):
+            return True
+        inside = {id(x) for x in ast.walk(write)}
+        for n in own_nodes(fn):
+            if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name) and \
+                    n.value.id == "self" and isinstance(n.ctx, ast.Load) and id(n) not in inside:
+                p = sf.parent(n)
+                if isinstance(p, ast.Attribute) and p.attr.endswith("_"):
+                    continue        # another in-place write
+                if isinstance(p, ast.keyword) and p.arg == "out":
+                    continue
+                return True
+        return False
+
     # -- a tensor that needs no grad (a buffer) written in place while a saved use still needs it ------
     def _leaf_buffer_writes(self) -> None:
         """Without ``output k of`` the tensor has no grad_fn: besides parameters, a buffer or constant
@@ -794,12 +814,14 @@ class _Inplace(Tracer):
                 for fn in (f for f in cls.body if isinstance(f, FUNC_TYPES)):
                     if fn.name == "__init__":
                         continue
-                    score = 0.6 if fn.name in ("forward", "__call__") else 0.4
+                    base = 0.6 if fn.name in ("forward", "__call__") else 0.4
                     for n in own_nodes_sorted(fn):
                         hit = _buffer_write(n, buffers)
                         if hit is None:
                             continue
                         kind, col, attr = hit
+                        # a running statistic only written (read in eval code) is saved by nothing
+                        score = base if self._buffer_read(sf, fn, n, attr) else base / 2
                         self.ctx.add(sf, n.lineno, col, kind,
                                      f"self.{attr} is a buffer (it needs no gradient, so the message names no "
                                      f"operation); {fn.name}() overwrites it in place here while an earlier use "
