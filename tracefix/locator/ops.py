@@ -63,6 +63,10 @@ def op_family(name: str) -> str:
     m = re.match(r"(.*?)\d+d$", n)
     if m and m.group(1) in _FAMILY_EXACT:
         return _FAMILY_EXACT[m.group(1)]
+    # 'Elu1' / 'LeakyReluBackward1': the backward of the in-place variant carries a trailing number
+    m = re.match(r"([a-z]+?)\d+$", n)
+    if m and m.group(1) in _FAMILY_EXACT:
+        return _FAMILY_EXACT[m.group(1)]
     return n
 
 

@@ -167,7 +167,8 @@ def inplace_kwarg(ctx: Context, site: FixSite) -> List[Option]:
         return []
     arg = _true_inplace_arg(call)
     text = src.replace(arg.value, lambda n: n.with_changes(value="False"))
-    return [Option(f"Turn off inplace in `{dotted(call.func) or 'the call'}(...)` so it returns a new tensor "
+    shown = dotted(call.func) or " ".join(src.code(call.func).split())[:40] or "the call"
+    return [Option(f"Turn off inplace in `{shown}(...)` so it returns a new tensor "
                    "instead of overwriting the one saved for backward", "safe", "", {site.path: text})]
 
 
@@ -271,8 +272,19 @@ def inplace_out(ctx: Context, site: FixSite) -> List[Option]:
         return []
     parent = src.parent(call)
     out = keyword(call, "out")
-    if not isinstance(parent, cst.Expr) or not isinstance(out.value, ASSIGNABLE):
+    if not isinstance(out.value, ASSIGNABLE):
         return []
+    if not isinstance(parent, cst.Expr):
+        # `x * torch.normal(..., out=self.noise)`: the result is used right here; drop out= and the
+        # buffer is simply no longer written
+        code = src.code(out.value).strip()
+        others = [n for n in src.all((cst.Name, cst.Attribute)) if src.code(n).strip() == code
+                  and not any(a is out for a in src.ancestors(n))]
+        kept = bool(others)
+        return [Option(f"Drop `out={code}` so the call returns a new tensor instead of overwriting `{code}`, "
+                       "which an earlier use saved for backward", "unsafe" if kept else "safe",
+                       f"{code} is no longer updated by this call; the other code that reads it sees its old value"
+                       if kept else "", {site.path: src.replace(call, lambda n: remove_arg(n, keyword(n, "out")))})]
     target = out.value
     code = src.code(target).strip()
 
@@ -557,4 +569,193 @@ def explain_unpatchable(site: FixSite) -> str:
                 "backward() and the other optimizer's step() in the same block, both optimizers built in this file "
                 "over separate models, and nothing in between touching the stepped model or its gradients); "
                 "here it could not.")
+    if site.kind in ("param-update-before-backward", "param-step-before-backward"):
+        return (f"{site.path}:{site.line} ({site.code.strip()}) changes parameters in place between the forward "
+                "pass and backward(); move it below that backward(). tracefix moves it only when the two are in "
+                "the same block and nothing in between runs a model, reads what it changes, or zeroes the "
+                "gradients an optimizer step in it would use; here it could not prove that.")
     return f"{site.path}:{site.line}: no automatic fix for '{site.kind}'; change this line by hand."
+
+
+# -- parameters changed in place after the forward pass, before its backward ----------------------
+# Calls allowed between the moved statement and the backward: they neither run a model nor touch
+# parameter values (tensor arithmetic on local values, zero_grad, printing).
+_HARMLESS_METHODS = {"mean", "sum", "detach", "item", "float", "double", "view", "reshape", "squeeze", "unsqueeze",
+                     "abs", "pow", "log", "exp", "neg", "clamp", "sqrt", "square", "max", "min", "norm", "size",
+                     "numel", "dim", "flatten", "t", "transpose", "permute", "cpu", "to", "clone", "tolist"}
+_HARMLESS_FUNCS = {"print", "len", "float", "int", "str", "round", "abs", "min", "max", "isinstance"}
+
+
+def _refs(node: cst.CSTNode) -> Set[str]:
+    """Dotted names read in node, as long as written (``self.opt.zero_grad``, ``critic``)."""
+    out: Set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            d = dotted(n)
+            if d:
+                out.add(d)
+                return False
+            return True
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+    node.visit(V())
+    return out
+
+
+def _overlap(a: Set[str], b: Set[str]) -> bool:
+    return any(x == y or x.startswith(y + ".") or y.startswith(x + ".") for x in a for y in b)
+
+
+def _harmless(stmt: cst.CSTNode, steps: bool) -> bool:
+    """Can the moved statement pass over stmt unchanged in effect?"""
+    for n in _walk(stmt):
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Yield, cst.Await, cst.Global,
+                          cst.Nonlocal, cst.Return, cst.Raise)):
+            return False
+        if isinstance(n, cst.Call):
+            func = n.func
+            if isinstance(func, cst.Attribute):
+                name = func.attr.value
+                if name == "zero_grad":
+                    if steps:
+                        return False   # the step the moved call makes would then see no gradient
+                    continue
+                if name in _HARMLESS_METHODS and isinstance(func.value, (cst.Name, cst.Attribute, cst.Call)):
+                    continue
+            elif isinstance(func, cst.Name) and func.value in _HARMLESS_FUNCS:
+                continue
+            return False
+    return True
+
+
+def _statement_at(src: Source, line: int) -> Optional[cst.CSTNode]:
+    """The statement of a block (simple line or compound) that starts on line."""
+    for node in src.all_on_line(line, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        if src.line_of(node) == line and isinstance(src.parent(node), (cst.Module, cst.IndentedBlock)):
+            if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, (cst.For, cst.With)):
+                continue
+            return node
+    return None
+
+
+def _move_below_backward(ctx: Context, site: FixSite) -> Optional[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return None
+    stmt = _statement_at(src, site.line)
+    if stmt is None:
+        return None
+    block = src.parent(stmt)
+    body = list(block.body)
+    at = next(i for i, s in enumerate(body) if s is stmt)
+    if isinstance(stmt, cst.SimpleStatementLine) and (len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr)):
+        return None                 # only a statement whose value nobody uses can move
+    crash = ctx.diag.crash_site
+    later = [i for i in range(at + 1, len(body)) if _backward_calls(body[i])]
+    if crash is not None and crash.path == site.path:
+        later = [i for i in later if src.line_of(body[i]) <= crash.line <= src.positions[body[i]].end.line] or []
+    if not later:
+        return None
+    b = later[0]
+    if not isinstance(body[b], cst.SimpleStatementLine):
+        return None
+    steps = site.kind == "param-step-before-backward"
+    refs = _refs(stmt) - _BUILTINS
+    for s in body[at + 1:b]:
+        if not _harmless(s, steps) or _overlap(refs, _refs(s)):
+            return None
+    if _overlap(refs, _refs(body[b]) - {"backward"}):
+        return None
+    moved_comments = [ln for ln in stmt.leading_lines if ln.comment is not None]
+    blanks = [ln for ln in stmt.leading_lines if ln.comment is None]
+    backward = _backward_calls(body[b])[0]
+    # a step moved below the backward would also receive that backward's gradient: restrict the
+    # backward to the parameters of the optimizer stepped right after it, when the code names it
+    opt2 = _next_step_optimizer(ctx, site.path, src, body, b) if steps and _has_inputs(backward) is False else None
+
+    def make(updated: cst.CSTNode) -> cst.CSTNode:
+        new = list(updated.body)
+        moved = new[at].with_changes(leading_lines=moved_comments)
+        nxt = new[at + 1]
+        if blanks and not (nxt.leading_lines and nxt.leading_lines[0].comment is None):
+            new[at + 1] = nxt.with_changes(leading_lines=[blanks[0], *nxt.leading_lines])
+        if opt2:
+            params = expr(f'[p for group in {opt2}.param_groups for p in group["params"] if p.requires_grad]')
+            target = _backward_calls(new[b])[0]
+            new[b] = new[b].visit(_Swap(target, _append(target, kwarg("inputs", params))))
+        return updated.with_changes(body=new[:at] + new[at + 1:b + 1] + [moved] + new[b + 1:])
+
+    text = src.replace(block, make)
+    shown = " ".join(src.code(stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else stmt).split())[:60]
+    back = " ".join(src.code(body[b].body[0]).split())[:60]
+    summary = (f"Move `{shown}` below `{back}`, so the backward pass runs through the parameter values its "
+               "forward pass saved")
+    if steps and opt2:
+        return Option(summary + f", and let that backward() fill only `{opt2}`'s gradients", "unsafe",
+                      f"`{back}` now runs before the optimizer step in `{shown}` and only accumulates gradients "
+                      f"into {opt2}'s parameters (the parameters `{shown}` steps no longer receive its gradient).",
+                      {site.path: text})
+    if steps:
+        return Option(summary, "unsafe", f"`{back}` now runs before the optimizer step in `{shown}`, and adds its "
+                      "gradient to the parameters that step updates when they are part of its graph; pass "
+                      "inputs= to that backward() if they must not receive it.", {site.path: text})
+    return Option(summary, "safe", "", {site.path: text})
+
+
+@fixer("param-update-before-backward", "param-step-before-backward")
+def param_update_before_backward(ctx: Context, site: FixSite) -> List[Option]:
+    option = _move_below_backward(ctx, site)
+    return [] if option is None else [option]
+
+
+def _next_step_optimizer(ctx: Context, path: str, src: Source, body, b: int) -> Optional[str]:
+    """The optimizer stepped by the statement after body[b]: ``opt_g.step()``, or ``trainer.update_actor()``
+    whose method (of a class built in this file, defined here or imported from a sibling module) runs
+    exactly one ``self.<opt>.step()`` -> ``trainer.<opt>``."""
+    for stmt in body[b + 1:b + 3]:
+        call = _step_call(stmt)
+        if call is not None:
+            return dotted(call.func.value)
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+            continue
+        call = stmt.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)):
+            continue
+        recv, meth = call.func.value.value, call.func.attr.value
+        values = _assignments(src, recv)
+        if len(values) != 1 or not isinstance(values[0], cst.Call) or not isinstance(values[0].func, cst.Name):
+            continue
+        cls_name = values[0].func.value
+        csrc = _class_source(ctx, path, src, cls_name)
+        if csrc is None:
+            continue
+        found = set()
+        for cls in csrc.all(cst.ClassDef, lambda n: n.name.value == cls_name):
+            for fn in cls.body.body:
+                if isinstance(fn, cst.FunctionDef) and fn.name.value == meth:
+                    for n in _walk(fn):
+                        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "step" \
+                                and dotted(n.func.value).startswith("self.") and not n.args:
+                            found.add(recv + dotted(n.func.value)[len("self"):])
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def _class_source(ctx: Context, path: str, src: Source, name: str) -> Optional[Source]:
+    if src.all(cst.ClassDef, lambda n: n.name.value == name):
+        return src
+    for imp in src.all(cst.ImportFrom):
+        if imp.relative or isinstance(imp.names, cst.ImportStar) or imp.module is None:
+            continue
+        if any(isinstance(a.name, cst.Name) and a.name.value == name and a.asname is None for a in imp.names):
+            folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+            return ctx.source(folder + dotted(imp.module).replace(".", "/") + ".py")
+    return None

@@ -2,20 +2,28 @@
 
 With ``output k of XBackward0`` in the message: the values produced by ops of that family (or by
 modules whose forward ends in one) that are then written in place (augmented assignment, ``x.op_()``,
-``x[i] = v``, ``inplace=True``, ``out=``); with an anomaly-mode forward trace, the write that follows the
-traced line.  Without a node (a leaf/parameter): an optimizer step or a no_grad update between two
-backward() calls.
+``x[i] = v``, ``inplace=True``, ``out=``), also inside project functions the value is passed to; an
+in-place op *of* that family applied to a value an earlier op had saved (autograd then calls the
+tensor its output); ``nn.Sequential`` layers applied in place to the previous layer's saved output.
+Modules are followed through factory functions, registries (``ACTS[name](...)``) and
+``Sequential``/``ModuleList``/``ModuleDict`` indexing and iteration.  With an anomaly-mode forward
+trace, the write that follows the traced line.  Without a node (a leaf), or with a view node
+(``AsStrided``: a parameter's ``.t()`` saved by a Linear): a call between the forward pass and the
+crashing backward that changes parameters in place (optimizer steps, clamping or decay loops, also in
+helpers and methods in other files), an optimizer step between two backward() calls, or a buffer
+written in place.
 """
 from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from tracefix.locator.ops import BINOP_FAMILY, KNOWN_FAMILIES, op_family
-from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, bound_names, classify_backward, is_true,
-                                      method, param_names, returns, src, unwrap_call, unwrap_chain, walk_stmt)
-from tracefix.pysource import SourceFile, base_name, dotted, keyword, last_name
+from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, argument_for, bound_names, classify_backward,
+                                      is_true, method, param_names, returns, src, unwrap_call, unwrap_chain,
+                                      walk_stmt)
+from tracefix.pysource import SourceFile, base_name, const_str, dotted, keyword, last_name, own_nodes
 
 STEP_SKIP_RX = re.compile(r"sched|lr_?|warmup|trainer|env|progress|pbar|bar", re.I)
 STEP_OPT_RX = re.compile(r"opt|sgd|adam|solver|scaler", re.I)
@@ -33,11 +41,19 @@ def run(ctx) -> None:
 
 class _Inplace(Tracer):
     def run(self) -> None:
+        self._scanned: Set[Tuple[str, int, Tuple[str, ...]]] = set()
         node = self._node_name()
         if not node:
+            # a leaf: a parameter updated between forward and backward, or a buffer/constant written in place
             self._step_between()
+            self._params_updated_before_backward()
+            self._leaf_buffer_writes()
             return
         fam = op_family(node)
+        if fam == "view":
+            # AsStrided & co.: a view (weight.t() saved by a Linear) whose base was changed in place,
+            # typically a parameter updated after the forward pass
+            self._params_updated_before_backward()
         if self.ctx.anomaly_mapped and self._inplace_from_anomaly(fam):
             return
         files = self.ctx.search_files()
@@ -53,6 +69,7 @@ class _Inplace(Tracer):
                 continue
             for scope in sf.scopes():
                 self._scan_inplace(sf, scope, fam)
+            self._sequential_chains(sf, fam)
 
     def _node_name(self) -> str:
         node = self.ctx.diag.field("node")
@@ -85,14 +102,11 @@ class _Inplace(Tracer):
         fams: Set[str] = set()
         if isinstance(func, ast.Attribute) and name in VIEW_METHODS:
             return {"view"}
-        module_like = isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and
-                                                      isinstance(func.value, ast.Name) and func.value.id == "self")
-        if module_like:
-            ctor = self.ctor_value(sf, scope, func, line)
-            if ctor is not None:
-                fams |= self._module_families(ctor[0], ctor[1], depth + 1)
-                if fams:
-                    return fams
+        if _module_like(func):
+            for csf, ctor in self._module_ctors(sf, scope, func, line, depth + 1):
+                fams |= self._module_families(csf, ctor, depth + 1)
+            if fams:
+                return fams
         for csf, fn in self.callees(sf, scope, expr, line)[:2]:
             for ret in returns(fn):
                 fams |= self._expr_families(csf, fn, ret.value, ret.lineno + 1, depth + 1)
@@ -117,15 +131,24 @@ class _Inplace(Tracer):
                 last = value.args[-1]
                 if isinstance(last, ast.Starred):
                     return set()
-                return self._module_families(sf, last, depth + 1)
+                fams: Set[str] = set()
+                for csf, c in self._expand_factory(sf, last, depth + 1):
+                    fams |= self._module_families(csf, c, depth + 1)
+                return fams
             return set()
         if name in ("Identity", "ModuleList", "ModuleDict"):
             return set()
+        if isinstance(value.func, ast.Subscript):
+            # REGISTRY[cfg.name](...): any of the classes the registry holds
+            fams = set()
+            for csf, cls_expr in self._registry_values(sf, value.func):
+                fams |= self._module_families(csf, ast.Call(func=cls_expr, args=[], keywords=[]), depth + 1)
+            return fams
         cls = self.class_of_value(sf, value)
         if cls is not None:
             csf, cdef = cls
             fwd = method(cdef, "forward") or method(cdef, "__call__")
-            fams: Set[str] = set()
+            fams = set()
             if fwd is not None:
                 for ret in returns(fwd):
                     fams |= self._expr_families(csf, fwd, ret.value, ret.lineno + 1, depth + 1)
@@ -134,37 +157,202 @@ class _Inplace(Tracer):
             return {op_family(name)}
         return set()
 
+    # -- what a called module object was built as ------------------------------------------------
+    def _module_ctors(self, sf: SourceFile, scope: ast.AST, func: ast.AST, line: int, depth: int = 0
+                      ) -> List[Tuple[SourceFile, ast.AST]]:
+        """The constructor expressions a called module (``self.act``, ``head``, ``self.heads["x"]``) may
+        have been built from: through factory functions and methods that return it, registries
+        (``ACTS[name](...)``), and ``nn.Sequential``/``ModuleList``/``ModuleDict`` indexing and iteration."""
+        if depth > MAX_DEPTH:
+            return []
+        if isinstance(func, ast.Subscript):
+            out: List[Tuple[SourceFile, ast.AST]] = []
+            for csf, c in self._module_ctors(sf, scope, func.value, line, depth + 1):
+                out.extend(self._container_items(csf, c, func.slice, depth + 1))
+            return out
+        if isinstance(func, ast.Name):
+            loop = self._loop_source(sf, scope, func.id, line)
+            if loop is not None:
+                out = []
+                for csf, c in self._module_ctors(sf, scope, loop, line, depth + 1):
+                    out.extend(self._container_items(csf, c, None, depth + 1))
+                return out
+        ctor = self.ctor_value(sf, scope, func, line)
+        if ctor is None:
+            return []
+        return self._expand_factory(ctor[0], ctor[1], depth + 1, sf.scope_of(ctor[1]))
+
+    def _expand_factory(self, sf: SourceFile, value: ast.AST, depth: int, scope: Optional[ast.AST] = None
+                        ) -> List[Tuple[SourceFile, ast.AST]]:
+        """value itself, or what the project function it calls returns (``make_act()`` -> ``nn.ReLU(...)``)."""
+        value = unwrap_chain(value)
+        if depth > MAX_DEPTH:
+            return []
+        if isinstance(value, ast.Name) and scope is not None:
+            ctor = self.ctor_value(sf, scope, value, 10 ** 9)
+            return self._expand_factory(ctor[0], ctor[1], depth + 1, scope) if ctor is not None else []
+        if not isinstance(value, ast.Call) or isinstance(value.func, ast.Subscript):
+            return [(sf, value)]
+        scope = scope if scope is not None else sf.scope_of(value)
+        fns = [] if self.class_of_value(sf, value) is not None else self.callees(sf, scope, value, value.lineno)[:2]
+        fns = [(csf, fn) for csf, fn in fns if getattr(fn, "name", "") not in ("forward", "__call__")]
+        if not fns:
+            return [(sf, value)]
+        out: List[Tuple[SourceFile, ast.AST]] = []
+        for csf, fn in fns:
+            for ret in returns(fn):
+                out.extend(self._expand_factory(csf, ret.value, depth + 1, fn))
+        return out or [(sf, value)]
+
+    def _container_items(self, sf: SourceFile, value: ast.AST, key: Optional[ast.AST], depth: int
+                         ) -> List[Tuple[SourceFile, ast.AST]]:
+        """Elements of nn.Sequential/ModuleList/ModuleDict (``.items()``/``.values()`` stripped by the caller)."""
+        value = unwrap_chain(value)
+        if not isinstance(value, ast.Call):
+            return []
+        name = last_name(value.func)
+        elems: List[ast.AST] = []
+        if name == "ModuleDict" and value.args and isinstance(value.args[0], ast.Dict):
+            d = value.args[0]
+            want = const_str(key) if key is not None else None
+            elems = [v for k, v in zip(d.keys, d.values) if want is None or const_str(k) == want]
+        elif name in ("Sequential", "ModuleList"):
+            args = value.args
+            if name == "ModuleList" and len(args) == 1:
+                a = args[0]
+                if isinstance(a, (ast.List, ast.Tuple)):
+                    args = a.elts
+                elif isinstance(a, (ast.ListComp, ast.GeneratorExp)):
+                    args = [a.elt]
+            args = [a for a in args if not isinstance(a, ast.Starred)]
+            if key is not None and isinstance(key, ast.Constant) and isinstance(key.value, int) \
+                    and -len(args) <= key.value < len(args):
+                args = [args[key.value]]
+            elems = list(args)
+        out: List[Tuple[SourceFile, ast.AST]] = []
+        for e in elems:
+            out.extend(self._expand_factory(sf, e, depth + 1))
+        return out
+
+    def _loop_source(self, sf: SourceFile, scope: ast.AST, name: str, line: int) -> Optional[ast.AST]:
+        """The container a loop or comprehension variable iterates (``for head in self.heads.values()``)."""
+        best = None
+        for node in sf.own(scope):
+            gens: List[Tuple[ast.AST, ast.AST, int]] = []
+            if isinstance(node, (ast.For, ast.AsyncFor)) and node.lineno <= line:
+                gens.append((node.target, node.iter, node.lineno))
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) \
+                    and node.lineno <= line <= getattr(node, "end_lineno", node.lineno):
+                gens.extend((g.target, g.iter, node.lineno) for g in node.generators)
+            for target, it, ln in gens:
+                if isinstance(target, ast.Name) and target.id == name:
+                    src_expr = it
+                    if isinstance(it, ast.Call) and last_name(it.func) == "enumerate" and it.args:
+                        continue
+                elif isinstance(target, ast.Tuple) and len(target.elts) == 2 and \
+                        isinstance(target.elts[1], ast.Name) and target.elts[1].id == name:
+                    if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "items":
+                        src_expr = it.func.value
+                    elif isinstance(it, ast.Call) and last_name(it.func) == "enumerate" and it.args:
+                        src_expr = it.args[0]
+                    else:
+                        continue
+                else:
+                    continue
+                if isinstance(src_expr, ast.Call) and isinstance(src_expr.func, ast.Attribute) and \
+                        src_expr.func.attr in ("values", "children", "modules"):
+                    src_expr = src_expr.func.value
+                if best is None or ln >= best[0]:
+                    best = (ln, src_expr)
+        return best[1] if best else None
+
+    def _registry_values(self, sf: SourceFile, sub: ast.Subscript) -> List[Tuple[SourceFile, ast.AST]]:
+        """The values of a module-level dict ``REGISTRY`` indexed as ``REGISTRY[key]``."""
+        if not isinstance(sub.value, ast.Name) or sf.tree is None:
+            return []
+        a = self.last_assign(sf, sf.tree, sub.value.id, 10 ** 9)
+        if isinstance(a, ast.Assign) and isinstance(a.value, ast.Dict):
+            want = const_str(sub.slice)
+            return [(sf, v) for k, v in zip(a.value.keys, a.value.values) if want is None or const_str(k) == want]
+        return []
+
     def _inplace_module(self, sf: SourceFile, scope: ast.AST, call: ast.Call, line: int
-                        ) -> Optional[Tuple[SourceFile, ast.keyword]]:
-        """The inplace=True keyword of a module (or functional call) that call applies in place."""
+                        ) -> Optional[Tuple[SourceFile, ast.keyword, Set[str], str]]:
+        """(file, inplace=True keyword, families, description) of a module or functional call that
+        ``call`` applies in place to its first argument."""
         kw = keyword(call, "inplace")
         if kw is not None:
-            return (sf, kw) if is_true(kw.value) else None
+            if not is_true(kw.value):
+                return None
+            return sf, kw, self._call_op_families(sf, scope, call, line), src(sf, call.func)
         func = call.func
-        if isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                                          and func.value.id == "self"):
-            ctor = self.ctor_value(sf, scope, func, line)
-            if ctor is not None:
-                value = unwrap_chain(ctor[1])
-                if isinstance(value, ast.Call):
-                    if last_name(value.func) == "Sequential" and value.args:
-                        value = unwrap_chain(value.args[0])
-                    if isinstance(value, ast.Call):
-                        kw = keyword(value, "inplace")
-                        if kw is not None and is_true(kw.value):
-                            return ctor[0], kw
+        if not _module_like(func):
+            return None
+        for csf, value in self._module_ctors(sf, scope, func, line):
+            found = self._first_inplace(csf, value, 0)
+            if found is not None:
+                kw_sf, kw, fams, what = found
+                return kw_sf, kw, fams, f"{src(sf, func)} ({what})"
         return None
 
+    def _first_inplace(self, sf: SourceFile, value: ast.AST, depth: int
+                       ) -> Optional[Tuple[SourceFile, ast.keyword, Set[str], str]]:
+        """The inplace=True keyword of the module built as value, or of the first module of a Sequential."""
+        value = unwrap_chain(value)
+        if depth > MAX_DEPTH or not isinstance(value, ast.Call):
+            return None
+        if last_name(value.func) == "Sequential" and value.args and not isinstance(value.args[0], ast.Starred):
+            for csf, c in self._expand_factory(sf, value.args[0], depth + 1):
+                found = self._first_inplace(csf, c, depth + 1)
+                if found is not None:
+                    return found
+            return None
+        kw = keyword(value, "inplace")
+        if kw is not None and is_true(kw.value):
+            return sf, kw, self._module_families(sf, value, depth + 1), src(sf, value.func)
+        return None
+
+    def _call_op_families(self, sf: SourceFile, scope: ast.AST, call: ast.Call, line: int) -> Set[str]:
+        name = last_name(call.func)
+        if _module_like(call.func):
+            fams: Set[str] = set()
+            for csf, ctor in self._module_ctors(sf, scope, call.func, line):
+                fams |= self._module_families(csf, ctor, 1)
+            if fams:
+                return fams
+        return {op_family(name)} if name else set()
+
+    def _describe(self, sf: SourceFile, scope: ast.AST, value: ast.AST, line: int, fams: Set[str]) -> str:
+        """'self.proj (nn.Linear)', 'torch.tanh', or the op families when the code says no more."""
+        if isinstance(value, ast.Call):
+            func = value.func
+            if _module_like(func):
+                ctors = self._module_ctors(sf, scope, func, line)
+                names = sorted({dotted(unwrap_chain(c).func) for _, c in ctors
+                                if isinstance(unwrap_chain(c), ast.Call) and dotted(unwrap_chain(c).func)})
+                if len(names) == 1:
+                    return f"{src(sf, func)} ({names[0]})"
+            text = src(sf, func)
+            if text and len(text) <= 40:
+                return text
+        return ", ".join(sorted(f for f in fams if f not in ("param", "?", "?mod"))) or "an earlier operation"
+
     def _scan_inplace(self, sf: SourceFile, scope: ast.AST, fam: str,
-                      seed: Optional[Dict[str, Tuple[Set[str], int]]] = None, start: int = 0,
-                      score_match: float = 0.8, why: str = "") -> int:
-        """Track values produced by ops in scope and report in-place modifications of them."""
-        tracked: Dict[str, Tuple[Set[str], int]] = dict(seed or {})
+                      seed: Optional[Dict[str, tuple]] = None, start: int = 0,
+                      score_match: float = 0.8, why: str = "", init: Optional[Dict[str, tuple]] = None,
+                      init_used: Optional[Set[str]] = None, depth: int = 0) -> int:
+        """Track values produced by ops in scope and report in-place modifications of them.
+
+        ``seed``: only these values (an anomaly trace named them); ``init``: values handed in by a
+        caller (a tensor passed to a project function, followed into it)."""
+        tracked: Dict[str, tuple] = dict(seed or {})
         seed_origins = list((seed or {}).values())
+        used: Set[str] = set(init_used or ())
         if seed is None and isinstance(scope, FUNC_TYPES) and scope.name == "forward":
             for a in param_names(scope):
                 if a not in ("self", "cls"):
-                    tracked[a] = ({"param"}, scope.lineno)
+                    tracked[a] = ({"param"}, scope.lineno, f"the argument '{a}'")
+        tracked.update(init or {})
         stmts = sorted((n for n in sf.own(scope) if isinstance(n, ast.stmt)
                         and not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                         and _is_simple_stmt(n) and n.lineno > start),
@@ -172,33 +360,45 @@ class _Inplace(Tracer):
         hits_per_origin: Dict[int, int] = {}
         count = 0
 
-        def report(origin: Tuple[Set[str], int], line: int, col: int, kind: str, target: str,
-                   where: Optional[Tuple[SourceFile, ast.keyword]] = None) -> None:
+        def report(origin: tuple, line: int, col: int, kind: str, target: str,
+                   where: Optional[Tuple[SourceFile, ast.keyword]] = None, op_fams: Set[str] = frozenset(),
+                   op_desc: str = "", used_before: bool = False) -> None:
             nonlocal count
-            fams, origin_line = origin
+            fams, origin_line, desc = origin
+            rebased = False
             if seed is not None:
                 if not any(origin is o for o in seed_origins):
                     return          # targeted run: only the value the anomaly trace names
                 score = score_match
+            elif fam and fam in fams:
+                score = score_match
+            elif fam and fam in op_fams and used_before:
+                # the in-place op of the message's family rewrote a tensor an earlier op had saved:
+                # autograd now calls it "the output of <that op>"
+                score, rebased = score_match, True
             elif "param" in fams:
                 if kind == "inplace-subscript":
                     return
                 score = 0.25
-            elif fam and fam in fams:
-                score = score_match
             elif fams & KNOWN_FAMILIES:
                 score = 0.3 if fam in KNOWN_FAMILIES else 0.5
             elif "?mod" in fams or fam not in KNOWN_FAMILIES:
                 score = 0.2        # produced by something we could not resolve
             else:
                 return             # not recognisably a tensor op: a dict, a list, a path...
+            if depth:
+                score -= 0.01 * depth   # followed into a callee: the direct write ranks first on a tie
             n = hits_per_origin.get(origin_line, 0)
             hits_per_origin[origin_line] = n + 1
             score -= 0.05 * n
-            produced = ", ".join(sorted(f for f in fams if f != "param")) or "an earlier operation"
-            reason = why or (f"'{target}' (the output of {produced}, line {origin_line}) is modified in place "
+            origin_at = f"line {origin_line}" if origin[1] else "an earlier line"
+            reason = why or (f"'{target}' (the output of {desc}, {origin_at}) is modified in place "
                              f"here, but autograd saved it for backward.")
-            if "param" in fams and seed is None:
+            if rebased:
+                reason = (f"'{target}' ({desc if 'param' in fams else 'the output of ' + desc}) was already used "
+                          f"by an operation that saved it for backward; {op_desc or 'this call'} then overwrites it "
+                          f"in place, which is why the message calls it the output of {fam}.")
+            elif "param" in fams and seed is None:
                 reason = f"The argument '{target}' is modified in place here; the caller may still need it for backward."
             if where is not None:
                 wsf, kw = where
@@ -207,13 +407,37 @@ class _Inplace(Tracer):
                 self.ctx.add(sf, line, col, kind, reason, score)
             count += 1
 
+        def used_before(b: str, st: ast.AST, node: ast.AST) -> bool:
+            """Was b read by another operation before node changed it?"""
+            if b in used:
+                return True
+            inside = {id(n) for n in ast.walk(node)}
+            for n in walk_stmt(st):
+                if isinstance(n, ast.Name) and n.id == b and isinstance(n.ctx, ast.Load) and id(n) not in inside \
+                        and (n.lineno, n.col_offset) < (node.lineno, node.col_offset):
+                    return True
+            # applied in a comprehension or a loop over several modules: an earlier pass read it too
+            for anc in sf.ancestors(node):
+                if isinstance(anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                    targets = {t.id for g in anc.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+                    return b not in targets
+                if isinstance(anc, (ast.For, ast.AsyncFor)):
+                    assigned = {t for s in ast.walk(anc) if isinstance(s, ast.stmt) for t in bound_names(s)}
+                    assigned |= {t.id for t in ast.walk(anc.target) if isinstance(t, ast.Name)}
+                    return b not in assigned
+                if anc is scope:
+                    break
+            return False
+
         for st in stmts:
             # in-place operations in this statement
             for node in walk_stmt(st):
                 if isinstance(node, ast.AugAssign):
                     b = base_name(node.target)
                     if b in tracked and isinstance(node.target, (ast.Name, ast.Subscript)):
-                        report(tracked[b], node.lineno, node.target.col_offset, "inplace-augassign", b)
+                        report(tracked[b], node.lineno, node.target.col_offset, "inplace-augassign", b,
+                               op_fams={BINOP_FAMILY.get(type(node.op), "")}, op_desc=f"'{src(sf, node)}'",
+                               used_before=used_before(b, st, node))
                 elif isinstance(node, ast.Assign):
                     for t in node.targets:
                         if isinstance(t, ast.Subscript) and base_name(t) in tracked:
@@ -225,26 +449,41 @@ class _Inplace(Tracer):
                             and name not in NON_INPLACE_METHODS:
                         b = base_name(func.value)
                         if b in tracked and _is_view_chain(func.value):
-                            report(tracked[b], node.lineno, node.col_offset, "inplace-method", b)
+                            report(tracked[b], node.lineno, node.col_offset, "inplace-method", b,
+                                   op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(...)",
+                                   used_before=used_before(b, st, node))
                             continue
                     if name.endswith("_") and not name.startswith("_") and name not in NON_INPLACE_METHODS \
                             and node.args:
                         b = base_name(node.args[0])
                         if b in tracked and _is_view_chain(node.args[0]) and not (
                                 isinstance(func, ast.Attribute) and base_name(func.value) in tracked):
-                            report(tracked[b], node.lineno, node.col_offset, "inplace-method", b)
+                            report(tracked[b], node.lineno, node.col_offset, "inplace-method", b,
+                                   op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(...)",
+                                   used_before=used_before(b, st, node))
                             continue
                     out_kw = keyword(node, "out")
                     if out_kw is not None and base_name(out_kw.value) in tracked:
                         b = base_name(out_kw.value)
-                        report(tracked[b], node.lineno, out_kw.col_offset, "inplace-out", b)
+                        report(tracked[b], node.lineno, out_kw.col_offset, "inplace-out", b,
+                               op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(..., out=...)",
+                               used_before=used_before(b, st, node))
                         continue
                     if node.args and base_name(node.args[0]) in tracked and _is_view_chain(node.args[0]):
                         where = self._inplace_module(sf, scope, node, node.lineno)
                         if where is not None:
                             b = base_name(node.args[0])
-                            report(tracked[b], node.lineno, where[1].col_offset, "inplace-kwarg", b,
-                                   where if where[0] is not sf or where[1].lineno != node.lineno else None)
+                            wsf, kw, op_fams, what = where
+                            report(tracked[b], node.lineno, kw.col_offset, "inplace-kwarg", b,
+                                   (wsf, kw) if wsf is not sf or kw.lineno != node.lineno else None,
+                                   op_fams=op_fams, op_desc=what, used_before=used_before(b, st, node))
+                            continue
+                    if depth < 2 and seed is None:
+                        self._follow_call(sf, scope, st, node, tracked, used, fam, depth, used_before)
+            # names read by this statement: a later in-place change of them overwrites a value in use
+            for n in walk_stmt(st):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in tracked:
+                    used.add(n.id)
             # bindings made by this statement
             if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
                 targets = st.targets if isinstance(st, ast.Assign) else [st.target]
@@ -259,7 +498,7 @@ class _Inplace(Tracer):
                         if not fams and isinstance(value, ast.Call) and (
                                 isinstance(value.func, ast.Name) or dotted(value.func).startswith("self.")):
                             fams = {"?mod"}
-                        origin = (fams or {"?"}, st.lineno)
+                        origin = (fams or {"?"}, st.lineno, self._describe(sf, scope, value, st.lineno, fams))
                 for t in targets:
                     names = [t] if isinstance(t, ast.Name) else (
                         [e for e in t.elts if isinstance(e, ast.Name)] if isinstance(t, (ast.Tuple, ast.List)) else [])
@@ -268,9 +507,71 @@ class _Inplace(Tracer):
                             tracked[nm.id] = origin
                         else:
                             tracked.pop(nm.id, None)
+                        if not (alias_of and alias_of in tracked and alias_of in used):
+                            used.discard(nm.id)
             elif isinstance(st, (ast.For, ast.With)):
                 pass
         return count
+
+    def _follow_call(self, sf: SourceFile, scope: ast.AST, st: ast.AST, call: ast.Call, tracked: Dict[str, tuple],
+                     used: Set[str], fam: str, depth: int, used_before) -> None:
+        """A tracked tensor passed to a project function: follow it in (``mean_cosine(za)`` writing ``z.div_``)."""
+        passed = [a for a in list(call.args) + [k.value for k in call.keywords]
+                  if isinstance(a, ast.Name) and a.id in tracked]
+        if not passed:
+            return
+        for csf, fn in self.callees(sf, scope, call, call.lineno)[:2]:
+            if fn is scope or not isinstance(fn, FUNC_TYPES):
+                continue
+            init: Dict[str, tuple] = {}
+            init_used: Set[str] = set()
+            for p in param_names(fn):
+                if p in ("self", "cls"):
+                    continue
+                arg = argument_for(fn, call, p)
+                if isinstance(arg, ast.Name) and arg.id in tracked:
+                    fams, line, desc = tracked[arg.id]
+                    init[p] = (fams, line, desc if "param" not in fams else f"the argument '{arg.id}'")
+                    if used_before(arg.id, st, call):
+                        init_used.add(p)
+            if not init:
+                continue
+            key = (csf.rel, id(fn), tuple(sorted((k, id(v)) for k, v in init.items())))
+            if key in self._scanned:
+                continue
+            self._scanned.add(key)
+            self._scan_inplace(csf, fn, fam, init=init, init_used=init_used, depth=depth + 1)
+
+    def _sequential_chains(self, sf: SourceFile, fam: str) -> None:
+        """``nn.Sequential(..., A, B(inplace=True), ...)``: B overwrites A's output in place; an error when A
+        saved its own output (relu, tanh, sigmoid, softmax...), i.e. when A's family is the message's."""
+        if sf.tree is None or not fam:
+            return
+        for call in ast.walk(sf.tree):
+            if not (isinstance(call, ast.Call) and last_name(call.func) == "Sequential") or \
+                    any(isinstance(a, ast.Starred) for a in call.args):
+                continue
+            for prev, cur in zip(call.args, call.args[1:]):
+                found = None
+                for csf, c in self._expand_factory(sf, cur, 1):
+                    found = self._first_inplace(csf, c, 1)
+                    if found is not None:
+                        break
+                if found is None:
+                    continue
+                kw_sf, kw, _fams, what = found
+                prev_fams: Set[str] = set()
+                for csf, c in self._expand_factory(sf, prev, 1):
+                    prev_fams |= self._module_families(csf, c, 1)
+                if fam in prev_fams:
+                    score = 0.8
+                elif not prev_fams:
+                    score = 0.2
+                else:
+                    continue        # the previous layer does not save its output: no error from here
+                self.ctx.add(kw_sf, kw.lineno, kw.col_offset, "inplace-kwarg",
+                             f"In this nn.Sequential, {what}(inplace=True) overwrites the output of "
+                             f"{src(sf, prev)} (line {prev.lineno}), which that layer saved for backward.", score)
 
     def _inplace_from_anomaly(self, fam: str) -> bool:
         """Use the anomaly-mode forward trace: its innermost user frame created the saved tensor."""
@@ -298,7 +599,7 @@ class _Inplace(Tracer):
                             self.ctx.add(where[0], where[1].lineno, where[1].col_offset, "inplace-kwarg", why, 0.95)
                 names = bound_names(cur_stmt)
                 if names:
-                    seed = {n: ({fam or "?"}, cur_stmt.lineno) for n in names}
+                    seed = {n: ({fam or "?"}, cur_stmt.lineno, fam or "an earlier operation") for n in names}
                     self._scan_inplace(cur_sf, scope, fam, seed=seed, start=cur_stmt.lineno,
                                        score_match=0.95, why=why)
                     if len(self.ctx.sites) > before:
@@ -323,10 +624,208 @@ class _Inplace(Tracer):
                 cur_sf, cur_stmt = nsf, nstmt
             if len(self.ctx.sites) > before:
                 return True
+            # the op there may have saved one of its inputs (a Linear saves x): a later in-place write of it
+            inputs = sorted({a.id for c in walk_stmt(stmt) if isinstance(c, ast.Call) for a in c.args
+                             if isinstance(a, ast.Name)} - set(bound_names(stmt)) - {"self", "cls"})
+            if inputs:
+                seed = {n: ({fam or "?"}, stmt.lineno, f"'{n}'") for n in inputs}
+                why_in = (f"The anomaly-mode trace shows {m.rel_path}:{m.line} passing {', '.join(inputs)} to an "
+                          f"operation that saved it for backward; it is modified in place here.")
+                self._scan_inplace(sf, sf.scope_of(stmt), fam, seed=seed, start=stmt.lineno, score_match=0.95,
+                                   why=why_in)
+                if len(self.ctx.sites) > before:
+                    return True
             self.ctx.notes.append(f"The anomaly-mode trace points at {m.rel_path}:{m.line}, but no in-place "
                               f"change of that value was found; other candidates are listed.")
             return False
         return False
+
+    # -- parameters changed in place after the forward pass and before its backward -----------------
+    def _params_updated_before_backward(self) -> None:
+        """A call between the forward pass and the crashing backward() that changes parameters in place:
+        an optimizer step, clamping/decay loops over ``.parameters()``, ``p.data.copy_`` (EMA), also
+        inside helpers and methods in other files.  The fix site is that call in the crashing function."""
+        if not self.ctx.mapped:
+            return
+        m = self.ctx.mapped[0]
+        sf = self.project.source(m.rel_path)
+        stmt = sf.stmt_at(m.line) if sf is not None else None
+        if stmt is None:
+            return
+        back = next((c for c in ast.walk(stmt) if isinstance(c, ast.Call) and classify_backward(c) is not None
+                     and classify_backward(c)[0] == "backward-receiver"), None)
+        if back is None:
+            return
+        scope = sf.scope_of(stmt)
+        start = self._forward_start(sf, scope, classify_backward(back)[1], m.line)
+        if start is None:
+            # the loss came in as an argument: the whole function runs after its forward pass
+            if not (isinstance(scope, FUNC_TYPES) and any(isinstance(n, ast.Name) and n.id in param_names(scope)
+                                                          for n in ast.walk(classify_backward(back)[1]))):
+                return
+            start = scope.lineno
+        backs = [c.lineno for c in sf.own(scope) if isinstance(c, ast.Call) and classify_backward(c) is not None]
+        loss = src(sf, classify_backward(back)[1])
+        for st in sorted((n for n in sf.own(scope) if isinstance(n, ast.stmt) and start < n.lineno < m.line
+                          and not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))),
+                         key=lambda n: n.lineno):
+            if _is_simple_stmt(st):
+                calls = [c for c in walk_stmt(st) if isinstance(c, ast.Call)]
+                if any(classify_backward(c) is not None for c in calls):
+                    continue
+                for c in calls:
+                    if _is_optimizer_step(c) and any(b < c.lineno for b in backs):
+                        continue    # a step between two backward() calls: _step_between names it
+                    what, steps = self._param_update(sf, scope, c, 0)
+                    if what:
+                        self._add_param_update(sf, st, c, what, loss, m.line, steps)
+                        break
+            elif isinstance(st, (ast.For, ast.With)) and isinstance(sf.parent(st), (ast.Module,) + FUNC_TYPES
+                                                                     + (ast.For, ast.While, ast.If, ast.With)):
+                what = self._param_loop(sf, scope, st, 0)
+                if what and sf.scope_of(st) is scope and not any(
+                        isinstance(a, (ast.For, ast.With)) and start < a.lineno for a in sf.ancestors(st)
+                        if a is not scope and isinstance(a, ast.stmt)):
+                    self._add_param_update(sf, st, None, what, loss, m.line, False)
+
+    def _add_param_update(self, sf: SourceFile, st: ast.stmt, call: Optional[ast.Call], what: str, loss: str,
+                          back_line: int, steps: bool) -> None:
+        shown = src(sf, call) if call is not None else f"the `{sf.line_text(st.lineno).strip()}` block"
+        inner = "" if what.startswith(shown) else f" ({what})"
+        kind = "param-step-before-backward" if steps else "param-update-before-backward"
+        self.ctx.add(sf, st.lineno, (call or st).col_offset, kind,
+                     f"{shown}{inner} changes parameters in place after the forward pass saved them and before "
+                     f"{loss}.backward() (line {back_line}) needs their old values.", 0.85)
+
+    def _forward_start(self, sf: SourceFile, scope: ast.AST, loss: ast.AST, line: int) -> Optional[int]:
+        """First line of the computation the backward's loss comes from, in this scope."""
+        todo = [n.id for n in ast.walk(loss) if isinstance(n, ast.Name)]
+        seen: Set[str] = set()
+        lines: List[int] = []
+        while todo and len(seen) < 40:
+            name = todo.pop()
+            if name in seen or name == "self":
+                continue
+            seen.add(name)
+            a = self.last_assign(sf, scope, name, line)
+            if not isinstance(a, (ast.Assign, ast.AnnAssign)) or a.value is None or sf.scope_of(a) is not scope:
+                continue
+            if any(isinstance(n, ast.Call) for n in ast.walk(a.value)):
+                lines.append(a.lineno)
+            todo.extend(n.id for n in ast.walk(a.value) if isinstance(n, ast.Name))
+        return min(lines) if lines else None
+
+    def _param_update(self, sf: SourceFile, scope: ast.AST, call: ast.Call, depth: int) -> Tuple[str, bool]:
+        """('p.clamp_(-c, c) (wgan_utils.py:9)', steps) when call changes parameters in place; steps: by an
+        optimizer step (which reads the gradients)."""
+        if depth > 3:
+            return "", False
+        if _is_optimizer_step(call) or self._steps_optimizer(sf, scope, call):
+            return f"{src(sf, call)}" + (f" ({sf.rel}:{call.lineno})" if depth else ""), True
+        name = last_name(call.func)
+        if name in ("zero_grad", "backward", "item", "print") or name.endswith("_grad_norm_") or \
+                name.endswith("_grad_value_"):
+            return "", False
+        for csf, fn in self.callees(sf, scope, call, call.lineno)[:2]:
+            if fn is scope or getattr(fn, "name", "") in ("forward", "__init__"):
+                continue
+            for node in sorted((n for n in csf.own(fn) if isinstance(n, (ast.Call, ast.For))),
+                               key=lambda n: n.lineno):
+                if isinstance(node, ast.For):
+                    what, steps = self._param_loop(csf, fn, node, depth + 1), False
+                else:
+                    what, steps = self._param_update(csf, fn, node, depth + 1)
+                if what:
+                    return what, steps
+        return "", False
+
+    def _steps_optimizer(self, sf: SourceFile, scope: ast.AST, call: ast.Call) -> bool:
+        """``X.step()`` where X was built by a torch.optim class (``self.opt_critic = torch.optim.Adam(...)``)."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "step" and not call.args):
+            return False
+        ctor = self.ctor_value(sf, scope, func.value, call.lineno)
+        if ctor is None:
+            return False
+        value = unwrap_chain(ctor[1])
+        return isinstance(value, ast.Call) and (".optim." in f".{dotted(value.func)}." or
+                                                 last_name(value.func) in OPTIMIZER_CLASSES)
+
+    def _param_loop(self, sf: SourceFile, scope: ast.AST, node: ast.AST, depth: int) -> str:
+        """A loop (or with-block) that writes parameters in place: ``for p in m.parameters(): p.clamp_(...)``."""
+        loops = [n for n in ast.walk(node) if isinstance(n, ast.For)]
+        for loop in loops:
+            names = {t.id for t in ast.walk(loop.target) if isinstance(t, ast.Name)}
+            if not names or not self._iterates_params(sf, scope, loop.iter, loop.lineno):
+                continue
+            for n in ast.walk(loop):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_") \
+                        and not n.func.attr.startswith("_") and n.func.attr not in NON_INPLACE_METHODS \
+                        and n.func.attr != "zero_" and base_name(n.func.value) in names \
+                        and not _reads_grad_attr(n.func.value):
+                    return f"{src(sf, n)} ({sf.rel}:{n.lineno})"
+                if isinstance(n, ast.AugAssign) and base_name(n.target) in names and not _reads_grad_attr(n.target):
+                    return f"{src(sf, n)} ({sf.rel}:{n.lineno})"
+        return ""
+
+    def _iterates_params(self, sf: SourceFile, scope: ast.AST, it: ast.AST, line: int, depth: int = 0) -> bool:
+        """Does iterating ``it`` yield parameters (``m.parameters()``, ``zip(...)`` of them, a list built so)?"""
+        if depth > 3:
+            return False
+        for n in ast.walk(it):
+            if isinstance(n, ast.Call) and last_name(n.func) in ("parameters", "named_parameters"):
+                return True
+        if isinstance(it, (ast.Name, ast.Attribute)):
+            ctor = self.ctor_value(sf, scope, it, line)
+            if ctor is not None:
+                return self._iterates_params(ctor[0], sf.scope_of(ctor[1]), ctor[1], 10 ** 9, depth + 1)
+        return False
+
+    def _buffer_read(self, sf: SourceFile, fn: ast.AST, write: ast.AST, attr: str) -> bool:
+        """Is self.<attr> used as an operand in fn (or is the written result itself used)?"""
+        if isinstance(write, ast.Call) and keyword(write, "out") is not None and not isinstance(sf.parent(write), ast.Expr):
+            return True
+        inside = {id(x) for x in ast.walk(write)}
+        for n in own_nodes(fn):
+            if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name) and \
+                    n.value.id == "self" and isinstance(n.ctx, ast.Load) and id(n) not in inside:
+                p = sf.parent(n)
+                if isinstance(p, ast.Attribute) and p.attr.endswith("_"):
+                    continue        # another in-place write
+                if isinstance(p, ast.keyword) and p.arg == "out":
+                    continue
+                return True
+        return False
+
+    # -- a tensor that needs no grad (a buffer) written in place while a saved use still needs it ------
+    def _leaf_buffer_writes(self) -> None:
+        """Without ``output k of`` the tensor has no grad_fn: besides parameters, a buffer or constant
+        tensor (``register_buffer``, ``self.x = torch.empty(...)``) written in place in a forward pass."""
+        for rel in self.ctx.search_files():
+            if self.ctx.over_budget():
+                break
+            sf = self.project.source(rel)
+            if sf is None or sf.tree is None:
+                continue
+            for cls in (n for n in ast.walk(sf.tree) if isinstance(n, ast.ClassDef)):
+                buffers = _buffer_attrs(cls)
+                if not buffers:
+                    continue
+                for fn in (f for f in cls.body if isinstance(f, FUNC_TYPES)):
+                    if fn.name == "__init__":
+                        continue
+                    base = 0.6 if fn.name in ("forward", "__call__") else 0.4
+                    for n in own_nodes_sorted(fn):
+                        hit = _buffer_write(n, buffers)
+                        if hit is None:
+                            continue
+                        kind, col, attr = hit
+                        # a running statistic only written (read in eval code) is saved by nothing
+                        score = base if self._buffer_read(sf, fn, n, attr) else base / 2
+                        self.ctx.add(sf, n.lineno, col, kind,
+                                     f"self.{attr} is a buffer (it needs no gradient, so the message names no "
+                                     f"operation); {fn.name}() overwrites it in place here while an earlier use "
+                                     f"of it is still saved for backward.", score)
 
     def _step_between(self) -> None:
         """Leaf/parameter tensor modified: an optimizer step (or no_grad update) between two backwards."""
@@ -415,3 +914,76 @@ def _is_optimizer_step(call: ast.Call) -> bool:
     if name == "scaler" or name.endswith("scaler"):
         return bool(call.args)
     return bool(STEP_OPT_RX.search(name))
+
+
+def _module_like(func: ast.AST) -> bool:
+    """A called object that may be a module: ``act``, ``self.act``, ``self.heads["x"]``, ``self.layers[0]``."""
+    while isinstance(func, ast.Subscript):
+        func = func.value
+    return isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                          and func.value.id == "self")
+
+
+OPTIMIZER_CLASSES = {"SGD", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD", "NAdam",
+                     "RAdam", "SparseAdam", "LBFGS", "Adafactor"}
+TENSOR_FACTORIES = {"empty", "zeros", "ones", "full", "randn", "rand", "tensor", "empty_like", "zeros_like",
+                    "ones_like", "full_like", "arange", "linspace", "eye"}
+
+
+def _reads_grad_attr(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in ast.walk(node))
+
+
+def own_nodes_sorted(fn: ast.AST) -> List[ast.AST]:
+    return sorted((n for n in own_nodes(fn) if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset))
+
+
+def _buffer_attrs(cls: ast.ClassDef) -> Set[str]:
+    """Attributes of a class that hold tensors needing no gradient: registered buffers, factory tensors."""
+    out: Set[str] = set()
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Call) and last_name(n.func) == "register_buffer" and n.args:
+            name = const_str(n.args[0])
+            if name:
+                out.add(name)
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and \
+                last_name(n.value.func) in TENSOR_FACTORIES and dotted(n.value.func).startswith("torch."):
+            rg = keyword(n.value, "requires_grad")
+            if rg is not None and is_true(rg.value):
+                continue
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    out.add(t.attr)
+    return out
+
+
+def _self_attr(node: ast.AST) -> str:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return ""
+
+
+def _buffer_write(n: ast.AST, buffers: Set[str]) -> Optional[Tuple[str, int, str]]:
+    """(kind, col, attr) when n writes one of buffers in place."""
+    if isinstance(n, ast.Call):
+        out = keyword(n, "out")
+        if out is not None and _self_attr(out.value) in buffers:
+            return "inplace-out", out.col_offset, _self_attr(out.value)
+        func = n.func
+        if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.startswith("_") \
+                and func.attr not in NON_INPLACE_METHODS and _self_attr(func.value) in buffers \
+                and _is_view_chain_attr(func.value):
+            return "inplace-method", n.col_offset, _self_attr(func.value)
+    elif isinstance(n, ast.AugAssign) and _self_attr(n.target) in buffers:
+        return "inplace-augassign", n.target.col_offset, _self_attr(n.target)
+    elif isinstance(n, ast.Assign):
+        for t in n.targets:
+            if isinstance(t, ast.Subscript) and _self_attr(t) in buffers:
+                return "inplace-subscript", t.col_offset, _self_attr(t)
+    return None
+
+
+def _is_view_chain_attr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) or _is_view_chain(node)

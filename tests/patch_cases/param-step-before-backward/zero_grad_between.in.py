@@ -1,0 +1,8 @@
+for step in range(5):
+    q = critic(states, actor(states))
+    critic_loss = (q - target).pow(2).mean()
+    critic_loss.backward(retain_graph=True)
+    trainer.update_critic()  # FIX: param-step-before-backward
+    opt_actor.zero_grad()
+    actor_loss = -q.mean()
+    actor_loss.backward()

@@ -1,0 +1,10 @@
+import torch
+
+for step in range(3):
+    c_loss = critic(x).mean()
+    with torch.no_grad():  # FIX: param-update-before-backward
+        for p in critic.parameters():
+            p.clamp_(-0.01, 0.01)
+    opt_c.zero_grad()
+    c_loss.backward()
+    opt_c.step()

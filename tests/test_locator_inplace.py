@@ -1,0 +1,441 @@
+"""inplace-modification locator: value tracing patterns on small trees (issue 10), with look-alikes
+that must not be ranked first."""
+from __future__ import annotations
+
+from test_locator import INPLACE, LEAF, TORCH_BACKWARD, first, line_of, run, user_frame, write
+
+from tracefix.locator import op_family
+
+VIEW = INPLACE.replace("version 1; expected version 0", "version 2; expected version 1")
+
+
+def backward_frames(root, rel="train.py", needle="loss.backward()", func="<module>"):
+    return [user_frame(root, rel, needle, func=func), *TORCH_BACKWARD]
+
+
+def msg(node):
+    return INPLACE.format(node=node), (("node", node),)
+
+
+def test_inplace_variant_backward_names_its_family():
+    assert op_family("Elu1") == op_family("EluBackward1") == "elu"
+    assert op_family("LeakyReluBackward1") == "leakyrelu"
+
+
+# -- modules built by factories, registries and containers -------------------------------------
+PREACT = """
+    import torch.nn as nn
+
+    def make_act():
+        return nn.ReLU(inplace=True)
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.shortcut = nn.Linear(d, d)
+            self.fc = nn.Linear(d, d)
+            self.act = make_act()
+
+        def forward(self, x):
+            identity = self.shortcut(x)
+            out = self.fc(self.act(x))
+            return out + identity
+    """
+
+
+def test_factory_module_rewrites_an_input_a_linear_saved(tmp_path):
+    write(tmp_path, "layers.py", PREACT)
+    write(tmp_path, "train.py", "from layers import Block\nmodel = Block(4)\nloss = model(x).sum()\nloss.backward()\n")
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "inplace=True"), "inplace-kwarg")
+    assert "already used" in out.fix_sites[0].reason
+
+
+def test_factory_module_on_a_fresh_value_is_not_first(tmp_path):
+    # the in-place ReLU here only rewrites a Linear output nobody else read (harmless); the relu
+    # output changed by `r += 1` is the culprit
+    write(tmp_path, "layers.py", """
+        import torch
+        import torch.nn as nn
+
+        def make_act():
+            return nn.ReLU(inplace=True)
+
+        class Block(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.fc = nn.Linear(d, d)
+                self.act = make_act()
+
+            def forward(self, x):
+                h = self.fc(x)
+                out = self.act(h)
+                r = torch.relu(out)
+                r += 1
+                return r
+        """)
+    write(tmp_path, "train.py", "from layers import Block\nmodel = Block(4)\nloss = model(x).sum()\nloss.backward()\n")
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "r += 1"), "inplace-augassign")
+
+
+def test_registry_lookup_through_a_builder_in_another_file(tmp_path):
+    write(tmp_path, "registry.py", """
+        import torch.nn as nn
+        ACTS = {"relu": nn.ReLU, "elu": nn.ELU}
+
+        def build_act(cfg):
+            return ACTS[cfg.act](inplace=True)
+        """)
+    write(tmp_path, "train.py", """
+        import torch
+        import torch.nn as nn
+        from registry import build_act
+
+        class Gate(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+                self.gate = nn.Linear(4, 4)
+                self.act = build_act(cfg)
+
+            def forward(self, x):
+                h = self.proj(x)
+                t = torch.sigmoid(self.gate(h))
+                return t * self.act(h)
+
+        model = Gate(cfg)
+        loss = model(x).sum()
+        loss.backward()
+        """)
+    message, fields = msg("Elu1")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("registry.py", 5, "inplace-kwarg")
+
+
+MULTI_HEAD = """
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.trunk = nn.Linear(4, 4)
+            self.heads = nn.ModuleDict({
+                "a": nn.Linear(4, 2),
+                "b": nn.Sequential(nn.ReLU(inplace=True), nn.Linear(4, 1)),
+            })
+
+        def forward(self, x):
+            feats = self.trunk(x)
+            return {k: head(feats) for k, head in self.heads.items()}
+    """
+
+
+def test_moduledict_iterated_in_a_comprehension(tmp_path):
+    write(tmp_path, "model.py", MULTI_HEAD)
+    write(tmp_path, "train.py", "from model import Net\nnet = Net()\nloss = net(x)['a'].sum()\nloss.backward()\n")
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("model.py", line_of(tmp_path, "model.py", "inplace=True"), "inplace-kwarg")
+
+
+def test_modulelist_indexing(tmp_path):
+    write(tmp_path, "model.py", """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Hardtanh(inplace=True)])
+                self.skip = nn.Linear(4, 4)
+
+            def forward(self, x):
+                h = self.layers[0](x)
+                s = self.skip(h)
+                return s + self.layers[1](h)
+        """)
+    write(tmp_path, "train.py", "from model import Net\nnet = Net()\nloss = net(x).sum()\nloss.backward()\n")
+    message, fields = msg("Hardtanh")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("model.py", line_of(tmp_path, "model.py", "Hardtanh(inplace=True)"), "inplace-kwarg")
+
+
+def test_sequential_inplace_after_a_block_that_ends_in_relu(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 3)
+
+            def forward(self, x):
+                return F.relu(self.conv(x))
+
+        def build():
+            return nn.Sequential(
+                nn.Linear(4, 4),
+                nn.ReLU(inplace=True),
+                Block(),
+                nn.ReLU(inplace=True),
+            )
+
+        model = build()
+        loss = model(x).sum()
+        loss.backward()
+        """)
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    # the ReLU after the Linear (which saves its input, not its output) is no candidate
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "inplace=True", nth=1), "inplace-kwarg")
+    assert line_of(tmp_path, "train.py", "inplace=True", nth=0) not in [s.line for s in out.fix_sites]
+
+
+# -- values followed into helpers ------------------------------------------------------------------
+def test_tensor_passed_to_a_no_grad_helper_that_writes_it(tmp_path):
+    write(tmp_path, "metrics.py", """
+        import torch
+
+        @torch.no_grad()
+        def cosine(z):
+            z.div_(z.norm(dim=1, keepdim=True))
+            return (z @ z.T).mean().item()
+
+        @torch.no_grad()
+        def spread(z):
+            z = z / z.norm(dim=1, keepdim=True)
+            return z.std().item()
+        """)
+    write(tmp_path, "train.py", """
+        import torch.nn as nn
+        from metrics import cosine, spread
+        proj = nn.Linear(4, 4)
+        for step in range(3):
+            za = proj(x)
+            loss = (za ** 2).mean()
+            s = spread(za)
+            c = cosine(za)
+            loss.backward()
+        """)
+    message, fields = msg("Addmm")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("metrics.py", line_of(tmp_path, "metrics.py", "z.div_"), "inplace-method")
+    assert "proj (nn.Linear)" in out.fix_sites[0].reason
+
+
+def test_reason_names_the_module_not_the_op(tmp_path):
+    # issue 12, 7b: "the output of mm" said nothing; the module attribute and its class do
+    write(tmp_path, "model.py", """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def forward(self, x):
+                h = self.proj(x)
+                y = h * h
+                h.add_(1)
+                return y
+        """)
+    write(tmp_path, "train.py", "from model import Net\nnet = Net()\nloss = net(x).sum()\nloss.backward()\n")
+    message, fields = msg("AddmmBackward0")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("model.py", line_of(tmp_path, "model.py", "h.add_(1)"), "inplace-method")
+    reason = out.fix_sites[0].reason
+    assert "the output of self.proj (nn.Linear)" in reason and "output of mm" not in reason
+
+
+# -- parameters changed between forward and backward ----------------------------------------------
+def test_clip_helper_in_another_file_between_forward_and_backward(tmp_path):
+    write(tmp_path, "wutils.py", """
+        import torch
+
+        @torch.no_grad()
+        def clip_weights(module, c):
+            for p in module.parameters():
+                p.clamp_(-c, c)
+
+        def clip_grads(module, c):
+            torch.nn.utils.clip_grad_norm_(module.parameters(), c)
+        """)
+    write(tmp_path, "train.py", """
+        from wutils import clip_grads, clip_weights
+        for step in range(3):
+            c_loss = critic(x).mean()
+            clip_grads(critic, 1.0)
+            clip_weights(critic, 0.01)
+            opt.zero_grad()
+            c_loss.backward()
+            opt.step()
+        """)
+    out = run(tmp_path, "inplace", backward_frames(tmp_path, needle="c_loss.backward()"),
+              VIEW.format(node="AsStrided"), (("node", "AsStrided"),))
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "clip_weights(critic"),
+                          "param-update-before-backward")
+    reason = out.fix_sites[0].reason
+    assert "clip_weights(critic, 0.01)" in reason and "c_loss.backward()" in reason and "wutils.py" in reason
+    # gradient clipping changes .grad, not the parameters
+    assert line_of(tmp_path, "train.py", "clip_grads(") not in [s.line for s in out.fix_sites]
+
+
+def test_method_stepping_an_optimizer_between_two_backwards(tmp_path):
+    write(tmp_path, "trainer.py", """
+        import torch
+
+        class Trainer:
+            def __init__(self, actor, critic):
+                self.opt_a = torch.optim.Adam(actor.parameters())
+                self.opt_c = torch.optim.Adam(critic.parameters())
+
+            def log(self):
+                print("ok")
+
+            def update_critic(self):
+                self.opt_c.step()
+        """)
+    write(tmp_path, "train.py", """
+        from trainer import Trainer
+        trainer = Trainer(actor, critic)
+        for step in range(3):
+            q = critic(s, actor(s))
+            c_loss = (q - r).pow(2).mean()
+            c_loss.backward(retain_graph=True)
+            trainer.log()
+            trainer.update_critic()
+            a_loss = -q.mean()
+            a_loss.backward()
+        """)
+    out = run(tmp_path, "inplace", backward_frames(tmp_path, needle="a_loss.backward()"),
+              VIEW.format(node="AsStrided"), (("node", "AsStrided"),))
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "trainer.update_critic()"),
+                          "param-step-before-backward")
+    assert line_of(tmp_path, "train.py", "trainer.log()") not in [s.line for s in out.fix_sites]
+
+
+def test_decay_loop_over_a_list_of_parameters_without_a_node(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch
+
+        class T:
+            def __init__(self, model):
+                self.model = model
+                self.decay = [p for n, p in model.named_parameters() if n.endswith("weight")]
+
+            @torch.no_grad()
+            def decay_weights(self):
+                for p in self.decay:
+                    p.mul_(0.99)
+
+            def step(self, x):
+                loss = self.model(x).sum()
+                self.decay_weights()
+                loss.backward()
+        """)
+    frames = backward_frames(tmp_path, func="step")
+    out = run(tmp_path, "inplace", frames, LEAF)
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "self.decay_weights()"),
+                          "param-update-before-backward")
+
+
+def test_update_after_backward_is_no_candidate(tmp_path):
+    write(tmp_path, "train.py", """
+        from wutils import clip_weights
+        for step in range(3):
+            c_loss = critic(x).mean()
+            c_loss.backward()
+            clip_weights(critic, 0.01)
+        """)
+    write(tmp_path, "wutils.py", """
+        def clip_weights(module, c):
+            for p in module.parameters():
+                p.data.clamp_(-c, c)
+        """)
+    out = run(tmp_path, "inplace", backward_frames(tmp_path, needle="c_loss.backward()"),
+              VIEW.format(node="AsStrided"), (("node", "AsStrided"),))
+    assert all(s.kind != "param-update-before-backward" for s in out.fix_sites)
+
+
+# -- a buffer written in place (no grad_fn: no "output k of" in the message) -----------------------
+def test_out_into_a_registered_buffer(tmp_path):
+    write(tmp_path, "layers.py", """
+        import torch
+        import torch.nn as nn
+
+        class Noise(nn.Module):
+            def __init__(self, shape):
+                super().__init__()
+                self.register_buffer("noise", torch.empty(shape))
+                self.scale = torch.ones(shape, requires_grad=True)
+
+            def forward(self, x):
+                self.scale.mul_(1.0)
+                return x * torch.normal(1.0, 0.1, x.shape, out=self.noise)
+        """)
+    write(tmp_path, "train.py", "from layers import Noise\nm = Noise((2, 2))\nloss = m(x).sum()\nloss.backward()\n")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), LEAF)
+    assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "out=self.noise"), "inplace-out")
+    # a tensor created with requires_grad=True is no buffer
+    assert line_of(tmp_path, "layers.py", "self.scale.mul_") not in [s.line for s in out.fix_sites]
+
+
+def test_anomaly_frame_that_saved_an_input(tmp_path):
+    # the forward trace points at the Linear that saved x; the later in-place write of x is the culprit,
+    # not the look-alike in-place write of a fresh value next to it
+    write(tmp_path, "layers.py", PREACT.replace("out = self.fc(self.act(x))",
+                                                "out = self.fc(x)\n            y = torch.relu(out)\n"
+                                                "            y.add_(1)\n            self.act(x)")
+          .replace("import torch.nn as nn", "import torch\n    import torch.nn as nn"))
+    write(tmp_path, "train.py", "from layers import Block\nmodel = Block(4)\nloss = model(x).sum()\nloss.backward()\n")
+    anomaly = [user_frame(tmp_path, "layers.py", "identity = self.shortcut(x)", func="forward")]
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields, anomaly=anomaly)
+    assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "inplace=True"), "inplace-kwarg")
+    assert "anomaly" in out.fix_sites[0].reason
+
+
+def test_running_statistic_ranks_below_a_buffer_that_is_used(tmp_path):
+    write(tmp_path, "layers.py", """
+        import torch
+        import torch.nn as nn
+
+        class Norm(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.register_buffer("running", torch.zeros(d))
+                self.register_buffer("mask", torch.ones(d))
+
+            def forward(self, x):
+                self.running.mul_(0.9).add_(x.mean(0).detach(), alpha=0.1)
+                y = x * self.mask
+                self.mask.bernoulli_(0.9)
+                return y
+        """)
+    write(tmp_path, "train.py", "from layers import Norm\nm = Norm(2)\nloss = m(x).sum()\nloss.backward()\n")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), LEAF)
+    assert first(out) == ("layers.py", line_of(tmp_path, "layers.py", "self.mask.bernoulli_"), "inplace-method")
+
+
+def test_update_in_a_function_that_receives_the_loss(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch
+
+        def clip(model):
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.clamp_(-1, 1)
+
+        def backward_step(model, loss):
+            clip(model)
+            loss.backward()
+
+        backward_step(net, net(x).sum())
+        """)
+    frames = [user_frame(tmp_path, "train.py", "backward_step(net", func="<module>"),
+              user_frame(tmp_path, "train.py", "loss.backward()", func="backward_step"), *TORCH_BACKWARD]
+    out = run(tmp_path, "inplace", frames, VIEW.format(node="AsStrided"), (("node", "AsStrided"),))
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "clip(model)", nth=1), "param-update-before-backward")
