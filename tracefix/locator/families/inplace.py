@@ -657,7 +657,11 @@ class _Inplace(Tracer):
         if back is None:
             return
         scope = sf.scope_of(stmt)
-        start = self._forward_start(sf, scope, classify_backward(back)[1], m.line)
+        # In a training loop the forward pass is this iteration's: the model's definition above the
+        # loop is not part of it.
+        loop = next((a for a in sf.ancestors(stmt) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
+                     and sf.scope_of(a) is scope), None)
+        start = self._forward_start(sf, scope, classify_backward(back)[1], m.line, loop)
         if start is None:
             # the loss came in as an argument: the whole function runs after its forward pass
             if not (isinstance(scope, FUNC_TYPES) and any(isinstance(n, ast.Name) and n.id in param_names(scope)
@@ -681,7 +685,8 @@ class _Inplace(Tracer):
                         self._add_param_update(sf, st, c, what, loss, m.line, steps)
                         break
             elif isinstance(st, (ast.For, ast.With)) and isinstance(sf.parent(st), (ast.Module,) + FUNC_TYPES
-                                                                     + (ast.For, ast.While, ast.If, ast.With)):
+                                                                     + (ast.For, ast.While, ast.If, ast.With)) \
+                    and not st.lineno <= m.line <= (st.end_lineno or st.lineno):   # not the loop around it all
                 what = self._param_loop(sf, scope, st, 0)
                 if what and sf.scope_of(st) is scope and not any(
                         isinstance(a, (ast.For, ast.With)) and start < a.lineno for a in sf.ancestors(st)
@@ -697,8 +702,9 @@ class _Inplace(Tracer):
                      f"{shown}{inner} changes parameters in place after the forward pass saved them and before "
                      f"{loss}.backward() (line {back_line}) needs their old values.", 0.85)
 
-    def _forward_start(self, sf: SourceFile, scope: ast.AST, loss: ast.AST, line: int) -> Optional[int]:
-        """First line of the computation the backward's loss comes from, in this scope."""
+    def _forward_start(self, sf: SourceFile, scope: ast.AST, loss: ast.AST, line: int,
+                       loop: Optional[ast.AST] = None) -> Optional[int]:
+        """First line of the computation the backward's loss comes from, in this scope (in ``loop``)."""
         todo = [n.id for n in ast.walk(loss) if isinstance(n, ast.Name)]
         seen: Set[str] = set()
         lines: List[int] = []
@@ -709,6 +715,8 @@ class _Inplace(Tracer):
             seen.add(name)
             a = self.last_assign(sf, scope, name, line)
             if not isinstance(a, (ast.Assign, ast.AnnAssign)) or a.value is None or sf.scope_of(a) is not scope:
+                continue
+            if loop is not None and not loop.lineno < a.lineno <= (loop.end_lineno or a.lineno):
                 continue
             if any(isinstance(n, ast.Call) for n in ast.walk(a.value)):
                 lines.append(a.lineno)
@@ -770,15 +778,34 @@ class _Inplace(Tracer):
 
     def _iterates_params(self, sf: SourceFile, scope: ast.AST, it: ast.AST, line: int, depth: int = 0) -> bool:
         """Does iterating ``it`` yield parameters (``m.parameters()``, ``zip(...)`` of them, a list built so)?"""
-        if depth > 3:
+        if depth > 5:
             return False
         for n in ast.walk(it):
             if isinstance(n, ast.Call) and last_name(n.func) in ("parameters", "named_parameters"):
                 return True
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+                it.func.id in ("zip", "list", "tuple", "enumerate", "reversed", "iter"):
+            return any(self._iterates_params(sf, scope, a, line, depth + 1) for a in it.args)
         if isinstance(it, (ast.Name, ast.Attribute)):
             ctor = self.ctor_value(sf, scope, it, line)
             if ctor is not None:
-                return self._iterates_params(ctor[0], sf.scope_of(ctor[1]), ctor[1], 10 ** 9, depth + 1)
+                return self._iterates_params(ctor[0], ctor[0].scope_of(ctor[1]), ctor[1], 10 ** 9, depth + 1)
+            if isinstance(it, ast.Name) and isinstance(scope, FUNC_TYPES) and it.id in param_names(scope):
+                return self._argument_iterates_params(sf, scope, it.id, depth + 1)
+        return False
+
+    def _argument_iterates_params(self, sf: SourceFile, fn: ast.AST, param: str, depth: int) -> bool:
+        """``EMA(model.parameters())``: the callers of fn (or of its class, for __init__) pass parameters."""
+        cls = sf.parent(fn)
+        name = cls.name if isinstance(cls, ast.ClassDef) and fn.name == "__init__" else fn.name
+        for rel in self.ctx.search_files((name,))[:50]:
+            csf = self.project.source(rel)
+            if csf is None:
+                continue
+            for call in (n for n in ast.walk(csf.tree) if isinstance(n, ast.Call) and last_name(n.func) == name):
+                arg = argument_for(fn, call, param) if name == fn.name else _init_argument(fn, call, param)
+                if arg is not None and self._iterates_params(csf, csf.scope_of(call), arg, call.lineno, depth):
+                    return True
         return False
 
     def _buffer_read(self, sf: SourceFile, fn: ast.AST, write: ast.AST, attr: str) -> bool:
@@ -987,3 +1014,16 @@ def _buffer_write(n: ast.AST, buffers: Set[str]) -> Optional[Tuple[str, int, str
 
 def _is_view_chain_attr(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) or _is_view_chain(node)
+
+
+def _init_argument(init: ast.AST, call: ast.Call, param: str) -> Optional[ast.AST]:
+    """The argument ``Cls(...)`` passes for ``param`` of ``Cls.__init__`` (self is not passed)."""
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    names = [a.arg for a in init.args.posonlyargs + init.args.args][1:]  # type: ignore[attr-defined]
+    if param in names:
+        i = names.index(param)
+        if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
+            return call.args[i]
+    return None
