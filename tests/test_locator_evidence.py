@@ -109,3 +109,22 @@ def test_nonscalar_family_order_stands_when_the_witness_names_a_creator_line(tmp
     top = out.fix_sites[0]
     assert (top.path, top.line, top.kind) == ("trainer.py", 5, "per-sample-return")
     assert all(s.line != 4 or s.path != "trainer.py" for s in out.fix_sites)   # no site made up at the creator
+
+
+def test_a_witnessed_write_inside_a_block_confirms_the_block(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch
+        for step in range(5):
+            loss = critic(real).mean()
+            with torch.no_grad():
+                for p in critic.parameters():
+                    p.clamp_(-0.01, 0.01)
+            loss.backward()
+        """)
+    from test_locator import LEAF
+    frames = [user_frame(tmp_path, "train.py", "loss.backward", func="<module>"), *TORCH_BACKWARD]
+    ev = Evidence(kind="param-update", summary="parameter changed by clamp_",
+                  sites=(site(tmp_path, "write", "train.py", "p.clamp_"),))
+    out = located(tmp_path, "inplace", frames, LEAF, ev)
+    assert (out.fix_sites[0].path, out.fix_sites[0].line) == ("train.py", 4)
+    assert out.fix_sites[0].reason.startswith("The witness saw this line at work.")

@@ -53,7 +53,7 @@ def apply_evidence(ctx) -> None:
     def spoken_to(site: FixSite) -> bool:
         return direct is ANY or site.kind in direct
 
-    witnessed = [s for s in ctx.sites if (s.path, s.line) in lines and s.kind != "backward-receiver"]
+    witnessed = [s for s in ctx.sites if s.kind != "backward-receiver" and _covers(ctx, s, lines)]
     if witnessed:
         floor = min(s.score for s in witnessed)
         for i, s in enumerate(ctx.sites):
@@ -88,6 +88,23 @@ def _local_lines(ctx, ev: Evidence) -> List[Tuple[str, int]]:
         if key not in out:
             out.append(key)
     return out
+
+
+def _covers(ctx, site: FixSite, lines: List[Tuple[str, int]]) -> bool:
+    """Is a witnessed line the site's line, or inside the block that starts there (a `with` block
+    whose loop clamps the parameters)?"""
+    if (site.path, site.line) in lines:
+        return True
+    inner = [ln for rel, ln in lines if rel == site.path and ln > site.line]
+    if not inner:
+        return False
+    sf = ctx.project.source(site.path)
+    if sf is None or sf.tree is None:
+        return False
+    ends = [n.end_lineno or n.lineno for n in ast.walk(sf.tree)
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try))
+            and n.lineno == site.line]
+    return any(site.line < ln <= end for ln in inner for end in ends)
 
 
 def _with(site: FixSite, score: float, prefix: str) -> FixSite:

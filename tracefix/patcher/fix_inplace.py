@@ -635,6 +635,18 @@ def _harmless(stmt: cst.CSTNode, steps: bool) -> bool:
     return True
 
 
+def _assigns_names(node: cst.CSTNode) -> bool:
+    """``val = f(...)`` / ``a, b = f(...)``: plain names bound (their later reads stay after the move)."""
+    if not isinstance(node, cst.Assign):
+        return False
+    for t in node.targets:
+        target = t.target
+        elts = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        if not all(isinstance(e, cst.Name) for e in elts):
+            return False
+    return True
+
+
 def _statement_at(src: Source, line: int) -> Optional[cst.CSTNode]:
     """The statement of a block (simple line or compound) that starts on line."""
     for node in src.all_on_line(line, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
@@ -655,8 +667,9 @@ def _move_below_backward(ctx: Context, site: FixSite) -> Optional[Option]:
     block = src.parent(stmt)
     body = list(block.body)
     at = next(i for i, s in enumerate(body) if s is stmt)
-    if isinstance(stmt, cst.SimpleStatementLine) and (len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr)):
-        return None                 # only a statement whose value nobody uses can move
+    if isinstance(stmt, cst.SimpleStatementLine) and (len(stmt.body) != 1 or not (
+            isinstance(stmt.body[0], cst.Expr) or _assigns_names(stmt.body[0]))):
+        return None                 # a call, or `name = call`: what it binds is checked below like what it reads
     crash = ctx.diag.crash_site
     later = [i for i in range(at + 1, len(body)) if _backward_calls(body[i])]
     if crash is not None and crash.path == site.path:
