@@ -131,7 +131,21 @@ class FileIndex:
             return
 
     def py_files(self) -> List[str]:
-        return ["/".join(p) for p in self.files if p[-1].endswith(".py")]
+        """Python sources: .py files and Jupyter notebooks (read as modules, tracefix.notebook)."""
+        return ["/".join(p) for p in self.files if p[-1].endswith((".py", ".ipynb"))]
+
+    def notebooks(self) -> List[Tuple[str, Path]]:
+        """(rel, absolute path) of the .ipynb files under the root, at most MAX_NOTEBOOKS."""
+        from .notebook import MAX_NOTEBOOKS
+        out = []
+        for p in self.files:
+            if p[-1].lower().endswith(".ipynb"):
+                local = self.inside(self.abs_path("/".join(p)))
+                if local is not None:
+                    out.append(("/".join(p), local))
+                    if len(out) >= MAX_NOTEBOOKS:
+                        break
+        return out
 
     def abs_path(self, rel: str) -> Path:
         return self.resolved_root.joinpath(*rel.split("/"))
@@ -232,8 +246,10 @@ def map_frame(frame: Frame, root: Path, index: Optional[FileIndex] = None) -> Op
 
 def _map_frame(frame: Frame, root: Path, index: Optional[FileIndex]) -> Optional[MappedFrame]:
     path = (frame.path or "").strip()
-    if not path or is_notebook_path(path):
+    if not path:
         return None
+    if is_notebook_path(path):
+        return _map_notebook_frame(frame, index or get_index(root))
     if path.startswith("<") and path.endswith(">"):
         return None
     if is_library_path(path):
@@ -278,3 +294,17 @@ def _map_frame(frame: Frame, root: Path, index: Optional[FileIndex]) -> Optional
             line = new_line
     return MappedFrame(frame=frame, local_path=local, rel_path=rel, line=line, shift=shift,
                        changed=changed, ambiguous=ambiguous)
+
+
+def _map_notebook_frame(frame: Frame, index: FileIndex) -> Optional[MappedFrame]:
+    """A notebook frame -> the .ipynb under root whose cell reads the code the traceback shows.
+
+    ``line`` is then the line of the notebook's virtual module (:mod:`tracefix.notebook`).
+    """
+    from .notebook import find_cell
+    found = find_cell(frame, index.notebooks())
+    if found is None:
+        return None
+    rel, local, _cell, vline, _others = found
+    # ties were broken by the execution count; no "ambiguous": its re-anchoring is for .py lines
+    return MappedFrame(frame=frame, local_path=local, rel_path=rel, line=vline)

@@ -230,12 +230,12 @@ class _Locator:
             path = fr.path or ""
             if is_library_path(path):
                 continue
-            if is_notebook_path(path):
+            m = map_frame(fr, self.root, self.index)   # notebook frames map to .ipynb cells
+            if m is None and is_notebook_path(path):
                 if report:
-                    self.notes.append(f"The frame {path} is notebook or interactive code; it cannot be "
-                                      f"mapped to a file under the root.")
+                    self.notes.append(f"The frame {path} is notebook or interactive code; no notebook cell "
+                                      f"under the root reads its line {fr.code!r}.")
                 continue
-            m = map_frame(fr, self.root, self.index)
             if m is None:
                 if report and path and not (path.startswith("<") and path.endswith(">")):
                     self.notes.append(f"{path} (from the log) was not found under {self.root}.")

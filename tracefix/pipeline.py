@@ -66,7 +66,15 @@ def locate_all(report: Report, entries: Sequence[Entry], root: Path) -> Report:
     for d in report.diagnoses:
         entry = find_entry(entries, d.entry_id)
         out.append(locate(d, entry, root) if entry is not None else d)
+    if any(_in_notebook(d) for d in out):
+        from tracefix.notebook import annotate
+        out = [annotate(d, root) if _in_notebook(d) else d for d in out]
     return replace(report, diagnoses=tuple(out))
+
+
+def _in_notebook(d: Diagnosis) -> bool:
+    sites = ([d.crash_site] if d.crash_site else []) + list(d.fix_sites)
+    return any(s.path.lower().endswith(".ipynb") for s in sites)
 
 
 def propose_all(report: Report, root: Path) -> Report:
@@ -144,6 +152,9 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
         if _already_applied(journal, fingerprint, root):
             continue  # this very traceback was patched before and the files still hold that patch
         stale = stale_crash_site(d)
+        if not stale and any(p.lower().endswith(".ipynb") for p, _, _ in d.patches[index].files):
+            from tracefix.notebook import stale as stale_cells
+            stale = stale_cells(d, root)
         if stale:
             problems.append(f"{d.entry_id}: {stale}")
             continue
