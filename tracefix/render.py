@@ -20,6 +20,8 @@ def where(site: Site) -> str:
     """``path:line``, or ``nb.ipynb, cell 3 (In [7]), line 2`` for a site in a notebook."""
     if site.cell is None:
         return f"{site.path}:{site.line}"
+    if not site.path:               # a cell of the running kernel (the IPython extension)
+        return f"In [{site.execution_count}], line {site.cell_line}"
     count = f" (In [{site.execution_count}])" if site.execution_count is not None else ""
     return f"{site.path}, cell {site.cell}{count}, line {site.cell_line}"
 
