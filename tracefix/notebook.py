@@ -403,7 +403,7 @@ def _restore(cell: Cell, new_lines: Sequence[str]) -> List[str]:
             out.extend(cell.raw[i1:i2])
         else:
             for ln in new_lines[j1:j2]:
-                if ln.strip() == PLACEHOLDER or ln.startswith("# tracefix: not Python"):
+                if PLACEHOLDER.split("  ", 1)[1] in ln or ln.lstrip().startswith("# tracefix: not Python"):
                     raise LayoutError("the patch touches an IPython-only line")
                 out.append(ln)
     return out
