@@ -16,6 +16,8 @@ Standard library only (``json``): the CLI never imports nbformat or IPython.
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import difflib
 import json
 import re
@@ -182,17 +184,37 @@ def _norm(code: str) -> str:
     return "".join(code.split())
 
 
-def find_cell(frame, notebooks: Sequence[Tuple[str, Path]]) -> Optional[Tuple[str, Path, Cell, int, Tuple[str, ...]]]:
-    """(rel, path, cell, virtual line, other candidates) for a notebook frame, or None.
+_PREFERRED: "contextvars.ContextVar[Tuple[str, ...]]" = contextvars.ContextVar("tracefix_notebooks", default=())
 
-    The cell must read, at the frame's line, the code the traceback shows.  Ties are broken by
-    the execution count (saved count first, then the position a fresh top-to-bottom run gives).
+
+@contextlib.contextmanager
+def preferring(frames: Sequence, notebooks: Sequence[Tuple[str, Path]]):
+    """While locating one traceback: prefer the notebooks that read ALL its notebook frames.
+
+    One frame alone (``loss.backward()`` at line 6) may match cells of several notebooks under the
+    root; the traceback's other cell frames tell them apart.
     """
+    from tracefix.frames import is_library_path, is_notebook_path
+    cell_frames = [f for f in frames if f.path and is_notebook_path(f.path) and not is_library_path(f.path)]
+    score: Dict[str, int] = {}
+    for f in cell_frames:
+        for rel in {hit[1] for hit in _candidates(f, notebooks)}:
+            score[rel] = score.get(rel, 0) + 1
+    best = max(score.values(), default=0)
+    token = _PREFERRED.set(tuple(sorted(r for r, n in score.items() if n == best and best)))
+    try:
+        yield
+    finally:
+        _PREFERRED.reset(token)
+
+
+def _candidates(frame, notebooks: Sequence[Tuple[str, Path]]):
+    """(rank, rel, path, cell) of every cell that reads the frame's code at the frame's line."""
     if not frame.code or frame.line <= 0:
-        return None
+        return []
     want = _norm(frame.code)
     if not want:
-        return None
+        return []
     count = execution_count(frame.path)
     found = []
     for rel, path in notebooks:
@@ -207,11 +229,22 @@ def find_cell(frame, notebooks: Sequence[Tuple[str, Path]]) -> Optional[Tuple[st
                 elif count is not None and cell.execution_count is None and cell.ordinal == count:
                     rank = 1
                 found.append((rank, rel, path, cell))
+    return found
+
+
+def find_cell(frame, notebooks: Sequence[Tuple[str, Path]]) -> Optional[Tuple[str, Path, Cell, int, Tuple[str, ...]]]:
+    """(rel, path, cell, virtual line, other candidates) for a notebook frame, or None.
+
+    The cell must read, at the frame's line, the code the traceback shows.  Ties are broken by
+    the execution count (saved count first, then the position a fresh top-to-bottom run gives).
+    """
+    found = _candidates(frame, notebooks)
     if not found:
         return None
-    found.sort(key=lambda t: (t[0], t[1], t[3].index))
+    preferred = _PREFERRED.get()
+    found.sort(key=lambda t: (bool(preferred) and t[1] not in preferred, t[0], t[1], t[3].index))
     rank, rel, path, cell = found[0]
-    others = tuple(dict.fromkeys(f"{r}#cell{c.index + 1}" for k, r, _, c in found[1:] if k == rank))
+    others = tuple(dict.fromkeys(f"{r}#cell{c.index + 1}" for k, r, _, c in found[1:] if k == rank and r != rel))
     return rel, path, cell, cell.start + frame.line - 1, others
 
 

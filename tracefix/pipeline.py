@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
+from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
 from tracefix.matcher import BareMessage, match, normalize
 from tracefix.reader import read_tracebacks
@@ -65,7 +66,15 @@ def locate_all(report: Report, entries: Sequence[Entry], root: Path) -> Report:
     out = []
     for d in report.diagnoses:
         entry = find_entry(entries, d.entry_id)
-        out.append(locate(d, entry, root) if entry is not None else d)
+        if entry is None:
+            out.append(d)
+        elif any(is_notebook_path(f.path) for f in d.traceback.frames):
+            from tracefix.frames import get_index
+            from tracefix.notebook import preferring
+            with preferring(d.traceback.frames, get_index(root, fresh=True).notebooks()):
+                out.append(locate(d, entry, root))
+        else:
+            out.append(locate(d, entry, root))
     if any(_in_notebook(d) for d in out):
         from tracefix.notebook import annotate
         out = [annotate(d, root) if _in_notebook(d) else d for d in out]
