@@ -101,3 +101,19 @@ def test_cli_imports_no_jupyter_package():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, env=_env(), timeout=120, text=True)
     assert "IMPORTED []" in res.stderr, res.stderr
     assert '"bf16-unscale"' in res.stdout
+
+
+@pytest.mark.parametrize("layout", ["colab", "kernelpath", "papermill"])
+def test_other_notebook_traceback_layouts_map_to_the_cell(layout, tmp_path):
+    """Colab's ``<ipython-input-N-…> in <cell line: 1>()``, an ipykernel temp-file path, papermill.
+
+    Hand-written from those tools' layouts (the frames of tests/notebooks/inplace_residual.ipynb).
+    """
+    shutil.copy(NOTEBOOKS / "inplace_residual.ipynb", tmp_path / "inplace_residual.ipynb")
+    log = NOTEBOOKS / "logs" / f"inplace_residual.{layout}.log"
+    res = subprocess.run([sys.executable, "-m", "tracefix", "--format", "json", "--no-patch", "--root",
+                          str(tmp_path), str(log)], capture_output=True, env=_env(), timeout=120)
+    d = json.loads(res.stdout)["diagnoses"][0]
+    site = d["fix_sites"][0]
+    assert (site["path"], site["cell"], site["cell_line"]) == ("inplace_residual.ipynb", 3, 8)
+    assert (d["crash_site"]["cell"], d["crash_site"]["cell_line"]) == (5, 6)
