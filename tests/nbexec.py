@@ -1,6 +1,7 @@
 """Run one test notebook on a real ipykernel with ``%load_ext tracefix`` (used by test_notebooks.py).
 
     python tests/nbexec.py NOTEBOOK FIX_CELL CRASH_CELL OUT.json
+    python tests/nbexec.py --anomaly NOTEBOOK CRASH_CELL OUT.json
 
 FIX_CELL and CRASH_CELL are 1-based positions in the notebook file.  The run: the extension is
 loaded in a new first cell (twice: loading again must be harmless), every cell is executed up to the
@@ -55,5 +56,34 @@ def main(path: str, fix_cell: int, crash_cell: int, out_path: str) -> None:
         json.dump(result, fh)
 
 
+def anomaly(path: str, crash_cell: int, out_path: str) -> None:
+    """Run up to the crash, then ``%tracefix anomaly on`` and the cells again from the second one."""
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%load_ext tracefix"))
+    client = NotebookClient(nb, allow_errors=True, timeout=300, kernel_name="python3")
+    result: dict = {}
+    with client.setup_kernel():
+        for i in range(0, crash_cell + 1):
+            client.execute_cell(nb.cells[i], i)
+        result["first"] = nb.cells[crash_cell].outputs
+        result["magic"] = _append_run(client, nb, "%tracefix anomaly on")
+        for i in range(2, crash_cell + 1):
+            if nb.cells[i].cell_type == "code":
+                outputs = _append_run(client, nb, nb.cells[i].source)
+        result["second"] = outputs
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump(result, fh)
+
+
+def _append_run(client, nb, source: str) -> list:
+    cell = nbformat.v4.new_code_cell(source)
+    nb.cells.append(cell)
+    client.execute_cell(cell, len(nb.cells) - 1)
+    return cell.outputs
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    if sys.argv[1] == "--anomaly":
+        anomaly(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    else:
+        main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

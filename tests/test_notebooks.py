@@ -85,11 +85,17 @@ def runs(tmp_path_factory):
                                        str(fix), str(ran), str(folder / "kernel.json")],
                                       env=_env(), cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         procs.append(_nbconvert(logdir / f"{name}.ipynb", logdir / "nbconvert.log"))
+    anomaly = base / "anomaly"
+    anomaly.mkdir()
+    shutil.copy(NOTEBOOKS / "inplace_pooler_dropout.ipynb", anomaly / "nb.ipynb")
+    procs.append(subprocess.Popen([sys.executable, str(HERE / "nbexec.py"), "--anomaly", str(anomaly / "nb.ipynb"),
+                                   "4", str(anomaly / "kernel.json")],
+                                  env=_env(), cwd=anomaly, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     for p in procs:
         _, err = p.communicate(timeout=600)
         if p.args[1].endswith("nbexec.py"):
             assert p.returncode == 0, (err or b"").decode(errors="replace")[-3000:]
-    out = {}
+    out = {"anomaly": json.loads((anomaly / "kernel.json").read_text(encoding="utf-8"))}
     for name in CASES:
         out[name] = {"kernel": json.loads((base / name / "kernel.json").read_text(encoding="utf-8")),
                      "log": (base / f"{name}-log" / "nbconvert.log").read_bytes(), "dir": base / name}
@@ -223,3 +229,17 @@ def test_apply_refuses_when_the_cell_changed(runs, tmp_path):
     assert res.returncode == 3, res.stdout + res.stderr
     assert "no notebook cell" in res.stdout + res.stderr
     assert nb.read_bytes() == before
+
+
+def test_anomaly_mode_in_the_kernel_names_the_fix_cell(runs):
+    """nn.Dropout(inplace=True) on a Tanh output: the traceback alone does not settle it; the forward
+    trace that ``%tracefix anomaly on`` makes torch record does (cell 2 line 6 of the file)."""
+    k = runs["anomaly"]
+    first = _text(k["first"])
+    assert "fix site: none found in the project" in first
+    assert "%tracefix anomaly on" in first
+    assert "anomaly detection on" in _text(k["magic"])
+    second = _text(k["second"])
+    # second run: load In [1], cells In [2..5], magic In [6], cells again In [7..9]; the model cell is In [7]
+    assert "fix site:   In [7], line 6" in second, second
+    assert "inplace=True" in second and "patch 1 (recommended" in second

@@ -5,8 +5,10 @@ tracefix knows, the diagnosis follows: the explanation, the crash cell and the f
 (``In [7], line 3``) and the diff against the fix cell's source.  Rendered with rich in a
 notebook, as plain text in a terminal IPython.  Unknown errors pass through untouched.
 
-``%tracefix``        shows the last diagnosis again
-``%tracefix fix``    puts the fixed source of the fix cell in a new cell below (never runs it)
+``%tracefix``              shows the last diagnosis again
+``%tracefix fix``          puts the fixed source of the fix cell in a new cell below (never runs it)
+``%tracefix anomaly on``   torch anomaly detection (slow), so that an in-place error carries the
+                           forward call that made the saved tensor; ``off`` switches it off
 
 The cells are taken from IPython's input history and read as one module (:mod:`tracefix.notebook`),
 so a fix in a cell other than the crashing one is found.  The project's ``.py`` files (the current
@@ -24,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import traceback
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
@@ -42,6 +45,8 @@ class _State:
         self.fixed: Optional[str] = None   # the fix cell's new source
         self.entries = None
         self.witness = None
+        self.anomaly: Optional[str] = None       # the anomaly-mode warning of the running cell
+        self.showwarning = None
 
 
 def load(shell) -> None:
@@ -55,6 +60,9 @@ def load(shell) -> None:
     setattr(shell, _ATTR, state)
     shell.set_custom_exc((Exception,), _handler)
     shell.register_magic_function(_magic, "line", "tracefix")
+    state.showwarning = warnings.showwarning
+    warnings.showwarning = _recorder(state)
+    shell.events.register("pre_run_cell", state_reset)
     state.witness = _witness()
     if state.witness is not None:
         try:
@@ -74,12 +82,37 @@ def unload(shell) -> None:
     else:
         shell.set_custom_exc((), None)
     shell.magics_manager.magics["line"].pop("tracefix", None)
+    if getattr(warnings.showwarning, "_tracefix", False):
+        warnings.showwarning = state.showwarning
+    try:
+        shell.events.unregister("pre_run_cell", state_reset)
+    except ValueError:
+        pass
     if state.witness is not None:
         try:
             state.witness.uninstall()
         except Exception:
             pass
     delattr(shell, _ATTR)
+
+
+def _recorder(state: _State):
+    """warnings.showwarning that also keeps torch's anomaly-mode warning (the forward trace)."""
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if "Traceback of forward call" in text:
+            state.anomaly = warnings.formatwarning(message, category, filename, lineno, line)
+        return state.showwarning(message, category, filename, lineno, file, line)
+    showwarning._tracefix = True  # type: ignore[attr-defined]
+    return showwarning
+
+
+def state_reset(*_args) -> None:
+    """Before each cell: forget the previous cell's anomaly warning."""
+    from IPython import get_ipython
+    state = getattr(get_ipython(), _ATTR, None)
+    if state is not None:
+        state.anomaly = None
 
 
 def _witness():
@@ -112,7 +145,11 @@ def _handler(shell, etype, value, tb, tb_offset=None):
 
 def traceback_text(shell, etype, value, tb) -> str:
     """The traceback as Python prints it, cells named ``<ipython-input-N-…>`` (N = In [N])."""
-    text = "".join(traceback.format_exception(etype, value, tb))
+    return cell_names(shell, "".join(traceback.format_exception(etype, value, tb)))
+
+
+def cell_names(shell, text: str) -> str:
+    """Cell file names (``/tmp/ipykernel_1/2.py``) in text -> ``<ipython-input-N-tracefix>``."""
     names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
     for filename, number in names.items():
         text = text.replace(f'File "{filename}"', f'File "<ipython-input-{number}-tracefix>"')
@@ -157,11 +194,13 @@ def _diagnose(state: _State, etype, value, tb) -> bool:
 
     shell = state.shell
     text = traceback_text(shell, etype, value, tb)
+    if state.anomaly:       # printed before the error, as in a log of a run under anomaly mode
+        text = cell_names(shell, state.anomaly).rstrip("\n") + "\n" + text
     if state.witness is not None:
         try:
             block = state.witness.evidence_block(value)
             if block:
-                text = block.rstrip("\n") + "\n" + text
+                text = text.rstrip("\n") + "\n" + block.rstrip("\n") + "\n"
         except Exception:
             pass
     if state.entries is None:
@@ -179,8 +218,14 @@ def _diagnose(state: _State, etype, value, tb) -> bool:
         (root / SESSION).write_bytes(data)
         report = merge([report], state.entries, root, patches=True)
         state.fixed = _fixed_cells(report, data)
-        state.report = _for_display(report)
+        state.report = _for_display(report, hint=not state.anomaly and _anomaly_would_help(report))
     return True
+
+
+def _anomaly_would_help(report) -> bool:
+    from tracefix.patcher import settled
+    return any(d.entry_id == "inplace-modification" and not d.traceback.anomaly_frames
+               and (not d.fix_sites or not settled(d)) for d in report.diagnoses)
 
 
 def _fixed_cells(report, data: bytes) -> Optional[str]:
@@ -198,18 +243,27 @@ def _fixed_cells(report, data: bytes) -> Optional[str]:
 _SESSION_DIFF = re.compile(re.escape(SESSION) + r" \(cell \d+ In \[(\d+)\]\)")
 
 
-def _for_display(report):
+def _for_display(report, hint: bool = False):
     """Session sites read ``In [7], line 3``; diff headers name the cell, not the temporary file."""
+    def words(text: str) -> str:     # a session cell's position is its execution count
+        text = re.sub(re.escape(SESSION) + r"(?::|, )(?:cell (\d+), )?line (\d+)",
+                      lambda m: f"In [{m.group(1)}], line {m.group(2)}" if m.group(1) else f"line {m.group(2)}", text)
+        return re.sub(r"\bcell (\d+), line (\d+)", r"In [\1], line \2", text)
+
     def site(s):
         if s is None:
             return None
         if s.path == SESSION:
-            return replace(s, path="", local_path="")
+            extra = {"reason": words(s.reason)} if hasattr(s, "reason") else {}
+            return replace(s, path="", local_path="", **extra)
         return s
     out = []
     for d in report.diagnoses:
         patches = tuple(replace(p, diff=_SESSION_DIFF.sub(r"In [\1]", p.diff)) for p in d.patches)
-        notes = tuple(n.replace(SESSION + ", ", "") for n in d.notes)
+        notes = tuple(words(n) for n in d.notes)
+        if hint and d.entry_id == "inplace-modification":
+            notes += ("Run `%tracefix anomaly on` and re-run the failing cells: torch then records the forward "
+                      "call behind the modified tensor, and the fix site can be named.",)
         out.append(replace(d, crash_site=site(d.crash_site), fix_sites=tuple(site(s) for s in d.fix_sites),
                            patches=patches, notes=notes))
     return replace(report, diagnoses=tuple(out))
@@ -253,5 +307,18 @@ def _magic(line: str = "") -> None:
             return
         shell.set_next_input(state.fixed, replace=False)
         print("tracefix: the fixed cell is in a new cell below; run it, then re-run the cell that failed")
+    elif arg.split()[:1] == ["anomaly"]:
+        _anomaly(arg.split()[1:2] != ["off"])
     else:
-        print("usage: %tracefix [fix]")
+        print("usage: %tracefix [fix | anomaly on | anomaly off]")
+
+
+def _anomaly(on: bool) -> None:
+    torch = sys.modules.get("torch")      # the user's torch; tracefix never imports it
+    if torch is None:
+        print("tracefix: import torch first")
+        return
+    torch.autograd.set_detect_anomaly(on, check_nan=False)
+    if on:   # the same failing cell re-run must show (and hand us) its forward trace again
+        warnings.filterwarnings("always", message="Error detected in", category=UserWarning)
+    print(f"tracefix: torch anomaly detection {'on (slow; %tracefix anomaly off when done)' if on else 'off'}")
