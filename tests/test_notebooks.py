@@ -243,3 +243,28 @@ def test_anomaly_mode_in_the_kernel_names_the_fix_cell(runs):
     # second run: load In [1], cells In [2..5], magic In [6], cells again In [7..9]; the model cell is In [7]
     assert "fix site:   In [7], line 6" in second, second
     assert "inplace=True" in second and "patch 1 (recommended" in second
+
+
+def test_terminal_ipython_prints_plain_text_after_the_traceback(tmp_path):
+    """A terminal-style IPython shell (not a kernel): plain text, after IPython's own traceback."""
+    cells = [c for c in json.loads((NOTEBOOKS / "inplace_residual.ipynb").read_text())["cells"]
+             if c["cell_type"] == "code"]
+    script = tmp_path / "drive.py"
+    script.write_text(
+        "import json, sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance(colors='NoColor')\n"
+        "shell.run_cell('%load_ext tracefix')\n"
+        "for src in json.loads(sys.argv[1]):\n"
+        "    shell.run_cell(src, store_history=True)\n"
+        "print('=== AGAIN'); shell.run_cell('%tracefix')\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, str(script), json.dumps(["".join(c["source"]) for c in cells])],
+                         capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    out = res.stdout
+    assert "\x1b[" not in out and "╭" not in out                       # plain, no rich panel
+    tb = out.index("RuntimeError")
+    diag = out.index("inplace-modification: A tensor saved for backward")
+    assert tb < diag                                                   # the normal traceback first
+    assert "  fix site:   In [2], line 8" in out and "  crash site: In [4], line 6" in out  # load_ext: no In [N]
+    assert "+++ b/In [2]" in out and "+        out = out + x  # skip connection" in out
+    assert out.split("=== AGAIN", 1)[1].count("fix site:   In [2], line 8") == 1

@@ -25,6 +25,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 import warnings
 from dataclasses import replace
@@ -35,6 +36,8 @@ SESSION = "session.ipynb"
 _ATTR = "_tracefix_extension"
 MAX_COPY_FILES = 2000
 MAX_COPY_BYTES = 50_000_000
+MAX_VISIT_FILES = 50_000
+COPY_SECONDS = 2.0
 
 
 class _State:
@@ -166,9 +169,13 @@ def _sources(shell) -> List[str]:
 def _copy_project(src: Path, dst: Path) -> None:
     """The current folder's .py files (bounded), so frames and imports into them are followed."""
     from tracefix.frames import SKIP_DIRS
-    count = size = 0
+    count = size = seen = 0
+    deadline = time.monotonic() + COPY_SECONDS
     for dirpath, dirnames, filenames in os.walk(src):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        seen += len(filenames)
+        if seen > MAX_VISIT_FILES or time.monotonic() > deadline:
+            return      # a kernel started in a home folder: the cells themselves still get analysed
         for name in sorted(filenames):
             if not name.endswith(".py"):
                 continue
