@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,37 @@ def _nbconvert(nb: Path, log: Path) -> subprocess.Popen:
                              "--stdout", str(nb)], stdout=subprocess.DEVNULL, stderr=fh, env=_env(), cwd=nb.parent)
 
 
-@pytest.fixture(scope="session")
-def runs(tmp_path_factory):
-    """Each notebook run once with the extension, and once by nbconvert (its stderr is the log)."""
-    base = tmp_path_factory.mktemp("nbruns")
+def _once(tmp_path_factory, key: str, build) -> Path:
+    """A folder that ``build(folder)`` fills once per test run, also under pytest-xdist.
+
+    Every xdist worker has its own session: the first to take the lock runs the (slow) kernels,
+    the others wait for its ``.done`` marker and read the same files.
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / key
+    done = base / f"{key}.done"
+    try:
+        os.close(os.open(base / f"{key}.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        deadline = time.monotonic() + 1800
+        while not done.exists():
+            assert time.monotonic() < deadline, f"another worker did not finish {key}"
+            time.sleep(0.5)
+        assert done.read_text() == "ok", done.read_text()
+        return folder
+    folder.mkdir()
+    try:
+        build(folder)
+    except BaseException as exc:
+        done.write_text(f"failed: {exc!r}"[:2000])
+        raise
+    done.write_text("ok")
+    return folder
+
+
+def _build_runs(base: Path) -> None:
     procs = []
     for name, (fix, _, ran, *_rest) in CASES.items():
         folder = base / name
@@ -92,21 +120,24 @@ def runs(tmp_path_factory):
                                    "4", str(anomaly / "kernel.json")],
                                   env=_env(), cwd=anomaly, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     for p in procs:
-        _, err = p.communicate(timeout=600)
+        _, err = p.communicate(timeout=1200)
         if p.args[1].endswith("nbexec.py"):
             assert p.returncode == 0, (err or b"").decode(errors="replace")[-3000:]
-    out = {"anomaly": json.loads((anomaly / "kernel.json").read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory):
+    """Each notebook run once with the extension, and once by nbconvert (its stderr is the log)."""
+    base = _once(tmp_path_factory, "tracefix-nbruns", _build_runs)
+    out = {"anomaly": json.loads((base / "anomaly" / "kernel.json").read_text(encoding="utf-8"))}
     for name in CASES:
         out[name] = {"kernel": json.loads((base / name / "kernel.json").read_text(encoding="utf-8")),
                      "log": (base / f"{name}-log" / "nbconvert.log").read_bytes(), "dir": base / name}
     return out
 
 
-@pytest.fixture(scope="session")
-def applied(runs, tmp_path_factory):
-    """tracefix --apply on each nbconvert log, then the patched notebooks re-executed (in parallel)."""
-    base = tmp_path_factory.mktemp("nbapply")
-    out, procs = {}, []
+def _build_applied(base: Path, runs) -> None:
+    procs = []
     for name in CASES:
         root = base / name
         root.mkdir()
@@ -114,15 +145,28 @@ def applied(runs, tmp_path_factory):
         shutil.copy(NOTEBOOKS / f"{name}.ipynb", nb)
         log = base / f"{name}.log"
         log.write_bytes(runs[name]["log"])
-        before = nb.read_bytes()
         res = subprocess.run([sys.executable, "-m", "tracefix", "--apply", "--format", "plain", "--root", str(root),
-                              str(log)], capture_output=True, env=_env(), timeout=120)
-        out[name] = {"root": root, "nb": nb, "before": before, "after": nb.read_bytes(), "apply": res,
-                     "rerun_log": base / f"{name}.rerun.log"}
-        procs.append((name, _nbconvert(nb, out[name]["rerun_log"])))
+                              str(log)], capture_output=True, env=_env(), timeout=300)
+        (base / f"{name}.after").write_bytes(nb.read_bytes())
+        (base / f"{name}.apply.json").write_text(json.dumps(
+            {"rc": res.returncode, "out": res.stdout.decode(errors="replace") + res.stderr.decode(errors="replace")}))
+        procs.append((name, _nbconvert(nb, base / f"{name}.rerun.log")))
     for name, p in procs:
-        p.wait(timeout=600)
-        out[name]["rerun_rc"] = p.returncode
+        p.wait(timeout=1200)
+        (base / f"{name}.rerun.rc").write_text(str(p.returncode))
+
+
+@pytest.fixture(scope="session")
+def applied(runs, tmp_path_factory):
+    """tracefix --apply on each nbconvert log, then the patched notebooks re-executed (in parallel)."""
+    base = _once(tmp_path_factory, "tracefix-nbapply", lambda folder: _build_applied(folder, runs))
+    out = {}
+    for name in CASES:
+        res = json.loads((base / f"{name}.apply.json").read_text())
+        out[name] = {"root": base / name, "nb": base / name / f"{name}.ipynb",
+                     "before": (NOTEBOOKS / f"{name}.ipynb").read_bytes(), "after": (base / f"{name}.after").read_bytes(),
+                     "apply_rc": res["rc"], "apply_out": res["out"], "rerun_log": base / f"{name}.rerun.log",
+                     "rerun_rc": int((base / f"{name}.rerun.rc").read_text())}
     return out
 
 
@@ -200,7 +244,7 @@ def test_nbconvert_log_names_notebook_and_cell(runs, name, tmp_path):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_apply_on_nbconvert_log_makes_the_notebook_run_and_undo_restores_it(applied, name):
     a = applied[name]
-    assert a["apply"].returncode == 0, a["apply"].stdout.decode() + a["apply"].stderr.decode()
+    assert a["apply_rc"] == 0, a["apply_out"]
     assert a["after"] != a["before"]
     old, new = json.loads(a["before"]), json.loads(a["after"])
     fix = CASES[name][0]

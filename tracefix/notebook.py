@@ -330,15 +330,24 @@ def json_line(path: Path, cell_index: int, cell_line: int) -> int:
         lines = Path(path).read_text(encoding="utf-8-sig").split("\n")
     except (OSError, UnicodeDecodeError):
         return 1
+    v = read_virtual(Path(path))
+    want = next((c.raw[cell_line - 1] for c in (v.cells if v else ()) if c.index == cell_index
+                 and 1 <= cell_line <= len(c.raw)), None)
+
+    def holds(i: int) -> bool:      # the file line i (0-based) is that source line as a JSON string
+        text = lines[i].strip().rstrip(",") if 0 <= i < len(lines) else ""
+        try:
+            return want is not None and json.loads(text).rstrip("\n") == want
+        except ValueError:
+            return False
     seen = -1
-    for i, ln in enumerate(lines):
+    for i, ln in enumerate(lines):   # nbformat's layout: sorted keys, one source line per file line
         if re.match(r'^\s*"cell_type":', ln):
             seen += 1
-        if seen == cell_index and re.match(r'^\s*"source":\s*\[\s*$', ln):
-            return min(i + 1 + cell_line, len(lines))
-        if seen == cell_index and re.match(r'^\s*"source":', ln):
-            return i + 1
-    return 1
+        if seen == cell_index and re.match(r'^\s*"source":\s*\[\s*$', ln) and holds(i + cell_line):
+            return i + 1 + cell_line
+    hits = [i for i in range(len(lines)) if holds(i)]   # another layout: the line, when it is unique
+    return hits[0] + 1 if len(hits) == 1 else 1
 
 
 # --- writing back -----------------------------------------------------------------------------------
