@@ -3,7 +3,9 @@
 A log is often written on another machine, in a container or on Windows, so a frame's path is
 matched against the project by its longest path suffix (``/workspace/proj/models/net.py`` finds
 ``<root>/models/net.py``).  Library frames (site-packages, the standard library, torch itself,
-debugger helpers) are recognised by :func:`is_library_path`.
+debugger helpers) are recognised by :func:`is_library_path`.  Notebook frames (``Cell In[7], line 12``,
+``<ipython-input-7-…>``, ``/tmp/ipykernel_1/2.py``) map to a cell of a ``.ipynb`` under the root; the
+line is then a line of that notebook read as one module (:mod:`tracefix.notebook`).
 
 Standard library only; never imports torch.
 """
@@ -48,7 +50,8 @@ _TORCH_RX = re.compile(
     r"serialization\.py|storage\.py|hub\.py|library\.py|random\.py|return_types\.py|"
     r"models|transforms|datasets|io|ops)(?:[\\/]|$)"
 )
-# Code the user typed into a notebook or an interpreter: user code, but not a file we can map.
+# Code the user typed into a notebook or an interpreter: no file of its own; a notebook cell is
+# mapped to the .ipynb under the root whose cell reads the logged code (tracefix.notebook).
 _NOTEBOOK_RX = re.compile(
     r"^<ipython-input-|^Cell In\s*\[|^<stdin>$|^<console>|^<cell line|[\\/]ipykernel_\d+[\\/]|"
     r"^<input>$|^<module>$",
