@@ -148,7 +148,18 @@ def _handler(shell, etype, value, tb, tb_offset=None):
 
 def traceback_text(shell, etype, value, tb) -> str:
     """The traceback as Python prints it, cells named ``<ipython-input-N-…>`` (N = In [N])."""
-    return cell_names(shell, "".join(traceback.format_exception(etype, value, tb)))
+    te = traceback.TracebackException(etype, value, tb)
+    own = str(Path(__file__).resolve().parent) + os.sep
+    seen, todo = set(), [te]
+    while todo:     # tracefix's own frames (the witness's torch-function mode) are not the user's
+        cur = todo.pop()
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        cur.stack = traceback.StackSummary.from_list(
+            [f for f in cur.stack if not os.path.abspath(f.filename).startswith(own)])
+        todo += [cur.__cause__, cur.__context__]
+    return cell_names(shell, "".join(te.format()))
 
 
 def cell_names(shell, text: str) -> str:

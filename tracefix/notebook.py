@@ -288,16 +288,21 @@ def annotate(diag, root: Path):
         if v is not None:
             s = replace(s, reason=_cell_words(s.reason, v, s.path, s.cell))
         fix_sites.append(s)
+    diag = replace(diag, crash_site=annotate_site(diag.crash_site, root), fix_sites=tuple(fix_sites))
+    return annotate_notes(diag)
+
+
+def annotate_notes(diag):
+    """Notes naming ``nb.ipynb:N`` (a virtual line) name the cell instead; safe to repeat."""
     notes = list(diag.notes)
-    for s in [diag.crash_site] + fix_sites:
+    for s in [diag.crash_site] + list(diag.fix_sites):
         if s is not None and is_notebook(s.path) and s.local_path:
             v = read_virtual(Path(s.local_path))
             if v is not None:
                 notes = [re.sub(re.escape(s.path) + r":(\d+)\b",
                                 lambda m: f"{s.path}, {_cell_words('line ' + m.group(1), v, s.path, None)}", n)
                          for n in notes]
-    return replace(diag, crash_site=annotate_site(diag.crash_site, root), fix_sites=tuple(fix_sites),
-                   notes=tuple(notes))
+    return replace(diag, notes=tuple(notes))
 
 
 def label(site) -> str:

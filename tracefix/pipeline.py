@@ -95,7 +95,11 @@ def propose_all(report: Report, root: Path) -> Report:
         notes = d.notes
         if not patches and d.fix_sites:
             notes += (f"no automatic patch: {explain_unpatchable(d.fix_sites[0])}",)
-        out.append(replace(d, patches=patches, notes=notes))
+        d = replace(d, patches=patches, notes=notes)
+        if _in_notebook(d):
+            from tracefix.notebook import annotate_notes
+            d = annotate_notes(d)
+        out.append(d)
     return replace(report, diagnoses=tuple(out))
 
 
