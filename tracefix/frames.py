@@ -3,7 +3,9 @@
 A log is often written on another machine, in a container or on Windows, so a frame's path is
 matched against the project by its longest path suffix (``/workspace/proj/models/net.py`` finds
 ``<root>/models/net.py``).  Library frames (site-packages, the standard library, torch itself,
-debugger helpers) are recognised by :func:`is_library_path`.
+debugger helpers) are recognised by :func:`is_library_path`.  Notebook frames (``Cell In[7], line 12``,
+``<ipython-input-7-…>``, ``/tmp/ipykernel_1/2.py``) map to a cell of a ``.ipynb`` under the root; the
+line is then a line of that notebook read as one module (:mod:`tracefix.notebook`).
 
 Standard library only; never imports torch.
 """
@@ -49,7 +51,8 @@ _TORCH_RX = re.compile(
     r"serialization\.py|storage\.py|hub\.py|library\.py|random\.py|return_types\.py|"
     r"models|transforms|datasets|io|ops)(?:[\\/]|$)"
 )
-# Code the user typed into a notebook or an interpreter: user code, but not a file we can map.
+# Code the user typed into a notebook or an interpreter: no file of its own; a notebook cell is
+# mapped to the .ipynb under the root whose cell reads the logged code (tracefix.notebook).
 _NOTEBOOK_RX = re.compile(
     r"^<ipython-input-|^Cell In\s*\[|^<stdin>$|^<console>|^<cell line|[\\/]ipykernel_\d+[\\/]|"
     r"^<input>$|^<module>$",
@@ -135,7 +138,21 @@ class FileIndex:
             return
 
     def py_files(self) -> List[str]:
-        return ["/".join(p) for p in self.files if p[-1].endswith(".py")]
+        """Python sources: .py files and Jupyter notebooks (read as modules, tracefix.notebook)."""
+        return ["/".join(p) for p in self.files if p[-1].endswith((".py", ".ipynb"))]
+
+    def notebooks(self) -> List[Tuple[str, Path]]:
+        """(rel, absolute path) of the .ipynb files under the root, at most MAX_NOTEBOOKS."""
+        from .notebook import MAX_NOTEBOOKS
+        out = []
+        for p in self.files:
+            if p[-1].lower().endswith(".ipynb"):
+                local = self.inside(self.abs_path("/".join(p)))
+                if local is not None:
+                    out.append(("/".join(p), local))
+                    if len(out) >= MAX_NOTEBOOKS:
+                        break
+        return out
 
     def abs_path(self, rel: str) -> Path:
         return self.resolved_root.joinpath(*rel.split("/"))
@@ -278,8 +295,11 @@ def frame_candidates(frame: Frame, root: Path, index: Optional[FileIndex] = None
 
 def _candidates(frame: Frame, root: Path, index: Optional[FileIndex]) -> List[MappedFrame]:
     path = (frame.path or "").strip()
-    if not path or is_notebook_path(path):
+    if not path:
         return []
+    if is_notebook_path(path):
+        m = _map_notebook_frame(frame, index or get_index(root))
+        return [m] if m is not None else []
     if path.startswith("<") and path.endswith(">"):
         return []
     if is_library_path(path):
@@ -325,3 +345,17 @@ def _mapped(frame: Frame, local: Path, index: FileIndex, depth: int, whole: bool
             shift = line - frame.line
     return MappedFrame(frame=frame, local_path=local, rel_path=rel, line=line, shift=shift,
                        changed=changed, depth=depth, whole=whole)
+
+
+def _map_notebook_frame(frame: Frame, index: FileIndex) -> Optional[MappedFrame]:
+    """A notebook frame -> the .ipynb under root whose cell reads the code the traceback shows.
+
+    ``line`` is then the line of the notebook's virtual module (:mod:`tracefix.notebook`).
+    """
+    from .notebook import find_cell
+    found = find_cell(frame, index.notebooks())
+    if found is None:
+        return None
+    rel, local, _cell, vline, _others = found
+    # ties were broken by the execution count; no "ambiguous": its re-anchoring is for .py lines
+    return MappedFrame(frame=frame, local_path=local, rel_path=rel, line=vline, depth=1, whole=True)

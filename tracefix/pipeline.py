@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
+from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
 from tracefix.matcher import BareMessage, match, normalize
 from tracefix.reader import read_tracebacks
@@ -68,8 +69,24 @@ def locate_all(report: Report, entries: Sequence[Entry], root: Path, search: Opt
     out = []
     for d in report.diagnoses:
         entry = find_entry(entries, d.entry_id)
-        out.append(locate(d, entry, root, search) if entry is not None else d)
+        if entry is None:
+            out.append(d)
+        elif any(is_notebook_path(f.path) for f in d.traceback.frames):
+            from tracefix.frames import get_index
+            from tracefix.notebook import preferring
+            with preferring(d.traceback.frames, get_index(root, fresh=True).notebooks()):
+                out.append(locate(d, entry, root, search))
+        else:
+            out.append(locate(d, entry, root, search))
+    if any(_in_notebook(d) for d in out):
+        from tracefix.notebook import annotate
+        out = [annotate(d, root) if _in_notebook(d) else d for d in out]
     return replace(report, diagnoses=tuple(out))
+
+
+def _in_notebook(d: Diagnosis) -> bool:
+    sites = ([d.crash_site] if d.crash_site else []) + list(d.fix_sites)
+    return any(s.path.lower().endswith(".ipynb") for s in sites)
 
 
 def propose_all(report: Report, root: Path) -> Report:
@@ -81,7 +98,11 @@ def propose_all(report: Report, root: Path) -> Report:
         notes = d.notes
         if not patches and d.fix_sites:
             notes += (f"no automatic patch: {explain_unpatchable(d.fix_sites[0])}",)
-        out.append(replace(d, patches=patches, notes=notes))
+        d = replace(d, patches=patches, notes=notes)
+        if _in_notebook(d):
+            from tracefix.notebook import annotate_notes
+            d = annotate_notes(d)
+        out.append(d)
     return replace(report, diagnoses=tuple(out))
 
 
@@ -177,6 +198,9 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
             problems.append(f"{d.entry_id}: {what} is insufficient, nothing written: {chosen.reason}")
             continue
         stale = stale_crash_site(d)
+        if not stale and any(p.lower().endswith(".ipynb") for p, _, _ in d.patches[index].files):
+            from tracefix.notebook import stale as stale_cells
+            stale = stale_cells(d, root)
         if stale:
             problems.append(f"{d.entry_id}: {stale}")
             continue

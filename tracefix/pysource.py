@@ -19,7 +19,13 @@ SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
 
 
 def read_text(path: Path) -> Tuple[Optional[str], Optional[str]]:
-    """(text, None) or (None, why).  Honours coding cookies and BOMs; newlines become '\\n'."""
+    """(text, None) or (None, why).  Honours coding cookies and BOMs; newlines become '\\n'.
+
+    A ``.ipynb`` file reads as its code cells joined into one module (:mod:`tracefix.notebook`).
+    """
+    if str(path).lower().endswith(".ipynb"):
+        from tracefix.notebook import read_text as read_notebook
+        return read_notebook(Path(path))
     try:
         st = Path(path).stat()
     except OSError as exc:

@@ -104,6 +104,11 @@ class Site:
     code: str                    # the local source line, stripped
     local_path: str = ""         # absolute path on this machine
     col: int = 0                 # 0-based column of the expression of interest
+    # In a Jupyter notebook (path ends in .ipynb; line is then a line of tracefix.notebook's virtual
+    # module): the cell's 1-based position among all cells, the line within it, its saved In [N].
+    cell: Optional[int] = None
+    cell_line: Optional[int] = None
+    execution_count: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,24 @@ from tracefix.records import Diagnosis, FixSite, Patch, Site
 _UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+def where(site: Site) -> str:
+    """``path:line``, or ``nb.ipynb, cell 3 (In [7]), line 2`` for a site in a notebook."""
+    if site.cell is None:
+        return f"{site.path}:{site.line}"
+    if not site.path:               # a cell of the running kernel (the IPython extension)
+        return f"In [{site.execution_count}], line {site.cell_line}"
+    count = f" (In [{site.execution_count}])" if site.execution_count is not None else ""
+    return f"{site.path}, cell {site.cell}{count}, line {site.cell_line}"
+
+
+def _qf_line(site: Site) -> int:
+    """Quickfix line: a notebook site's line in the .ipynb JSON text (where its source line sits)."""
+    if site.cell is None:
+        return site.line
+    from tracefix.notebook import json_line
+    return json_line(site.local_path, site.cell - 1, site.cell_line or 1) if site.local_path else 1
+
+
 def safe(text: str) -> str:
     """Remove escape and control characters (and bidi overrides) so the terminal shows text only."""
     return _UNSAFE_CHARS.sub("", text)
@@ -37,6 +55,8 @@ def _site(site: Optional[Site], with_reason: bool = False) -> Optional[Dict]:
     if site is None:
         return None
     out = {"path": site.path, "line": site.line, "code": site.code, "local_path": site.local_path}
+    if site.cell is not None:   # a notebook: line is the virtual module's, cell/cell_line what users see
+        out.update(cell=site.cell, cell_line=site.cell_line, execution_count=site.execution_count)
     if with_reason and isinstance(site, FixSite):
         out.update(col=site.col, reason=site.reason, kind=site.kind, score=site.score, searched=site.searched)
     return out
@@ -97,17 +117,19 @@ def render_quickfix(out: TextIO, diagnoses: Sequence[Diagnosis], unrecognized=()
     """``path:line:col: id: message`` — fix sites first, then the crash site."""
     for d in diagnoses:
         for f in d.fix_sites:
-            out.write(safe(f"{f.path}:{f.line}:{f.col + 1}: {d.entry_id}: fix here: {f.reason}") + "\n")
+            cell = f"({where(f)}) " if f.cell is not None else ""
+            out.write(safe(f"{f.path}:{_qf_line(f)}:{f.col + 1}: {d.entry_id}: fix here: {cell}{f.reason}") + "\n")
         c = d.crash_site
         if c is not None:
             msg = d.traceback.message.split("\n", 1)[0][:200]
-            out.write(safe(f"{c.path}:{c.line}:{c.col + 1}: {d.entry_id}: crashed here: "
+            cell = f"({where(c)}) " if c.cell is not None else ""
+            out.write(safe(f"{c.path}:{_qf_line(c)}:{c.col + 1}: {d.entry_id}: crashed here: {cell}"
                            f"{d.traceback.exc_type or 'error'}: {msg}") + "\n")
 
 
 # --- plain --------------------------------------------------------------------------------
 def _plain_site(label: str, site: Site, reason: str = "") -> List[str]:
-    head = f"  {label}{site.path}:{site.line}"
+    head = f"  {label}{where(site)}"
     if reason:
         head += f"  ({reason})"
     return [head, f"      {site.code}"]
@@ -197,7 +219,7 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
     def excerpt(label: str, site: Site, reason: str = "") -> List:
         head = Text()
         head.append(label, style="bold")
-        head.append(safe(f"{site.path}:{site.line}"), style="cyan")
+        head.append(safe(where(site)), style="cyan")
         if reason:
             head.append("  " + safe(reason), style="italic")
         parts: List = [head]
@@ -205,7 +227,8 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         if src is not None:
             text, start = src
             parts.append(Syntax(text, "python", line_numbers=True, start_line=start,
-                                highlight_lines={site.line}, theme="ansi_dark", word_wrap=True))
+                                highlight_lines={site.cell_line if site.cell is not None else site.line},
+                                theme="ansi_dark", word_wrap=True))
         else:
             parts.append(Text("    " + safe(site.code)))
         return parts
@@ -233,7 +256,7 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
             body += excerpt("fix site:   ", d.fix_sites[0], d.fix_sites[0].reason)
             for f in d.fix_sites[1:5]:
                 head = Text("also:       ", style="bold")
-                head.append(safe(f"{f.path}:{f.line}"), style="cyan")
+                head.append(safe(where(f)), style="cyan")
                 head.append("  " + safe(f.reason), style="italic")
                 body.append(head)
         else:
@@ -285,6 +308,16 @@ def _context(site: Site, around: int = 2):
     """A few local lines around the site, read lazily (only rich output shows them)."""
     if not site.local_path:
         return None
+    if site.cell is not None:
+        from tracefix.notebook import read_virtual
+        from pathlib import Path
+        v = read_virtual(Path(site.local_path))
+        hit = v.at(site.line) if v is not None else None
+        if hit is None:
+            return None
+        cell, line = hit
+        lo = max(1, line - around)
+        return "\n".join(safe(x) for x in cell.raw[lo - 1:line + around]), lo
     try:
         with open(site.local_path, encoding="utf-8", errors="replace") as fh:
             lines = []

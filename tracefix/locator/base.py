@@ -158,20 +158,22 @@ class LocateContext:
         user = []
         for fr in reversed(tuple(frames)):
             path = fr.path or ""
-            if is_library_path(path) or not path or (path.startswith("<") and path.endswith(">")):
+            if is_library_path(path) or not path:
                 continue
-            if is_notebook_path(path):
-                if report:
-                    self.notes.append(f"The frame {path} is notebook or interactive code; it cannot be "
-                                      f"mapped to a file under the root.")
-                continue
+            if not is_notebook_path(path) and path.startswith("<") and path.endswith(">"):
+                continue            # <string>, <frozen ...>: no file anywhere
             user.append(fr)
         cands = [frame_candidates(fr, self.root, self.index) for fr in user]
         out: List[MappedFrame] = []
         missing: List[str] = []
         for i, (fr, cs) in enumerate(zip(user, cands)):
             if not cs:
-                missing.append(fr.path)
+                if is_notebook_path(fr.path):
+                    if report:
+                        self.notes.append(f"The frame {fr.path} is notebook or interactive code; no notebook cell "
+                                          f"under the root reads its line {fr.code!r}.")
+                else:
+                    missing.append(fr.path)
                 continue
             others = [c for j, c in enumerate(cands) if j != i and c]
             keyed = sorted(cs, key=lambda c: (-c.depth, not c.whole, -_agreement(c, others)))

@@ -7,7 +7,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from tracefix.patcher.cstedit import Source
 from tracefix.patcher.errors import PatchError
-from tracefix.patcher.text import Decoded, decode, normalize
+from tracefix.patcher.text import Decoded, decode_any, normalize
 from tracefix.records import Diagnosis, FixSite
 
 
@@ -35,7 +35,7 @@ class Context:
         if rel not in self._decoded:
             path = self.root / rel
             try:
-                self._decoded[rel] = decode(path.read_bytes(), rel)
+                self._decoded[rel] = decode_any(path.read_bytes(), rel)
             except (OSError, PatchError):
                 self._decoded[rel] = None
         return self._decoded[rel]

@@ -55,9 +55,21 @@ def _to_patch(ctx: Context, option: Option):
         files.append((rel, decoded.text, new))
     if not files:
         return None
-    diff = "".join(unified_diff(rel, old, new) for rel, old, new in files)
+    diff = "".join(_diff(ctx, rel, old, new) for rel, old, new in files)
     return Patch(summary=option.summary, applicability=option.applicability, reason=option.reason,
                  diff=diff, files=tuple(files))
+
+
+def _diff(ctx: Context, rel: str, old: str, new: str) -> str:
+    if rel.lower().endswith(".ipynb"):      # a notebook: one hunk per changed cell, named by the cell
+        from tracefix.notebook import cell_diff
+        try:
+            per_cell = cell_diff(rel, (ctx.root / rel).read_bytes(), old, new)
+        except OSError:
+            per_cell = None
+        if per_cell:
+            return per_cell
+    return unified_diff(rel, old, new)
 
 
 def settled(diag: Diagnosis) -> bool:

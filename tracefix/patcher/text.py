@@ -42,6 +42,17 @@ def decode(data: bytes, name: str) -> Decoded:
     return Decoded(text, encoding, bom)
 
 
+def decode_any(data: bytes, name: str) -> Decoded:
+    """:func:`decode`, or for a ``.ipynb`` its code cells as one module (tracefix.notebook)."""
+    if name.lower().endswith(".ipynb"):
+        from tracefix.notebook import build, load_json
+        nb = load_json(data)
+        if nb is None:
+            raise PatchError(f"{name}: not a readable Jupyter notebook")
+        return Decoded(build(nb).text, "utf-8", False)
+    return decode(data, name)
+
+
 def encode(text: str, encoding: str, bom: bool, name: str) -> bytes:
     try:
         data = text.encode(encoding)

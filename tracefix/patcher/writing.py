@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Dict, List, Optional
 
 from tracefix.patcher.errors import PatchError
-from tracefix.patcher.text import decode, encode, first_difference, line_at, split_lines
+from tracefix.patcher.text import decode_any, encode, first_difference, line_at, split_lines
 from tracefix.records import Patch
 
 STATE_DIR = ".tracefix"
@@ -192,7 +192,7 @@ def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None,
         rel = rel.replace("\\", "/")
         path = safe_path(root, rel)
         data = _read(path, rel)
-        decoded = decode(data, rel)
+        decoded = decode_any(data, rel)
         if expect:
             _check_expect(rel, decoded.text, expect)
         if decoded.text == new:
@@ -205,7 +205,8 @@ def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None,
             compile(new, rel, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
             raise PatchError(f"refusing to write {rel}: the patched text does not compile ({exc})") from None
-        after = encode(new, decoded.encoding, decoded.bom, rel)
+        after = encode(new, decoded.encoding, decoded.bom, rel) if not rel.lower().endswith(".ipynb") \
+            else _notebook_bytes(data, original, new, rel)
         _check_writable(path, rel)
         plan.append(_Planned(rel, path, data, after, stat.S_IMODE(path.stat().st_mode)))
     if not plan:
@@ -240,6 +241,15 @@ def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None,
     except OSError as exc:  # pragma: no cover - the files are patched; say undo will not work
         raise PatchError(f"the patch was written but its undo record was not ({exc.strerror or exc})") from None
     return [p.rel for p in plan]
+
+
+def _notebook_bytes(data: bytes, original: str, new: str, rel: str) -> bytes:
+    """The .ipynb with only the changed cells' sources replaced (layout kept byte for byte)."""
+    from tracefix.notebook import LayoutError, write_back
+    try:
+        return write_back(data, original, new)
+    except LayoutError as exc:
+        raise PatchError(f"refusing to write {rel}: {exc}") from None
 
 
 def _posix(path: Path) -> str:

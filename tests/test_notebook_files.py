@@ -1,0 +1,119 @@
+"""Notebook files without a kernel: virtual module, layout-preserving write-back, recorded bf16 log, imports."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tracefix.notebook import LayoutError, build, load_json, write_back
+
+HERE = Path(__file__).resolve().parent
+NOTEBOOKS = HERE / "notebooks"
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _nb(sources, **layout) -> bytes:
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                     "source": s} for s in sources],
+          "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    nl = layout.pop("final", "\n")
+    return (json.dumps(nb, **layout) + nl).encode("utf-8")
+
+
+@pytest.mark.parametrize("layout", [dict(indent=1, ensure_ascii=False), dict(indent=2, sort_keys=True),
+                                    dict(indent=4, ensure_ascii=True, final=""), dict(separators=(",", ":"))])
+@pytest.mark.parametrize("as_list", [True, False])
+def test_write_back_changes_only_the_patched_line(layout, as_list):
+    src = ["%time x = 1\n", "h = torch.relu(a)  # café\n", "h += 1"]
+    data = _nb([src if as_list else "".join(src), ["!ls\n", "y = 2"]], **dict(layout))
+    v = build(load_json(data))
+    assert write_back(data, v.text, v.text) == data                      # unchanged: byte-identical
+    new = v.text.replace("h += 1", "h = h + 1")
+    out = write_back(data, v.text, new)
+    cells = json.loads(out)["cells"]
+    assert "".join(cells[0]["source"]) == "%time x = 1\nh = torch.relu(a)  # café\nh = h + 1"
+    assert isinstance(cells[0]["source"], list) is as_list
+    assert cells[1]["source"] == ["!ls\n", "y = 2"]                       # magics kept as written
+    assert out.replace(b"h = h + 1", b"h += 1") == data                   # nothing else moved
+
+
+def test_write_back_refuses_layouts_it_cannot_reproduce_and_magic_edits():
+    data = _nb([["x = 1"]], indent=1).replace(b'"cells"', b'"cells" ')   # odd spacing
+    v = build(load_json(data))
+    with pytest.raises(LayoutError):
+        write_back(data, v.text, v.text.replace("x = 1", "x = 2"))
+    data = _nb([["%matplotlib inline\n", "x = 1"]], indent=1)
+    v = build(load_json(data))
+    with pytest.raises(LayoutError):
+        write_back(data, v.text, v.text.replace("pass  # tracefix", "print(1)  # tracefix"))
+
+
+def test_virtual_module_parses_with_magics_and_keeps_cell_lines():
+    data = _nb([["%%bash\n", "echo hi"], ["import torch\n", "x = !ls\n", "torch?\n", "y = 1"],
+                ["def f(:\n"], ["%%time\n", "z = 3"]], indent=1)
+    v = build(load_json(data))
+    import ast
+    ast.parse(v.text)
+    assert [c.raw[-1] for c in v.cells] == ["echo hi", "y = 1", "def f(:", "z = 3"]
+    cell, line = v.at(v.cells[1].start + 3)
+    assert (cell.index, line, cell.lines[line - 1]) == (1, 4, "y = 1")
+
+
+def test_bf16_recorded_log_names_the_scaler_cell_and_applies(tmp_path):
+    """bf16 cannot crash on CPU: the log is a recording (same frames as samples/bf16-amp-gradscaler)."""
+    shutil.copy(NOTEBOOKS / "bf16_scaler.ipynb", tmp_path / "bf16_scaler.ipynb")
+    before = (tmp_path / "bf16_scaler.ipynb").read_bytes()
+    log = str(NOTEBOOKS / "bf16_scaler.log")
+    res = subprocess.run([sys.executable, "-m", "tracefix", "--format", "json", "--no-patch", "--root",
+                          str(tmp_path), log], capture_output=True, env=_env(), timeout=120)
+    d = json.loads(res.stdout)["diagnoses"][0]
+    assert d["id"] == "bf16-unscale"
+    site = d["fix_sites"][0]
+    assert (site["path"], site["cell"], site["cell_line"]) == ("bf16_scaler.ipynb", 2, 4)
+    assert (d["crash_site"]["cell"], d["crash_site"]["cell_line"]) == (3, 7)
+    res = subprocess.run([sys.executable, "-m", "tracefix", "--apply", "--root", str(tmp_path), log],
+                         capture_output=True, env=_env(), timeout=120)
+    assert res.returncode == 0, res.stderr
+    cells = json.loads((tmp_path / "bf16_scaler.ipynb").read_text())["cells"]
+    assert cells[1]["source"][-1] == "scaler = torch.amp.GradScaler(device, enabled=False)"
+    compile("".join(cells[1]["source"]), "cell", "exec")
+    res = subprocess.run([sys.executable, "-m", "tracefix", "undo", "--root", str(tmp_path)],
+                         capture_output=True, env=_env(), timeout=60)
+    assert (tmp_path / "bf16_scaler.ipynb").read_bytes() == before
+
+
+def test_cli_imports_no_jupyter_package():
+    code = ("import sys, runpy; sys.argv = ['tracefix', '--format', 'json', '--root', %r, %r]\n"
+            "try:\n    runpy.run_module('tracefix', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "bad = [m for m in ('IPython', 'nbformat', 'nbclient', 'ipykernel', 'jupyter_client', 'torch') "
+            "if m in sys.modules]\nprint('IMPORTED', bad, file=sys.stderr)"
+            % (str(NOTEBOOKS), str(NOTEBOOKS / "bf16_scaler.log")))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, env=_env(), timeout=120, text=True)
+    assert "IMPORTED []" in res.stderr, res.stderr
+    assert '"bf16-unscale"' in res.stdout
+
+
+@pytest.mark.parametrize("layout", ["colab", "kernelpath", "papermill"])
+def test_other_notebook_traceback_layouts_map_to_the_cell(layout, tmp_path):
+    """Colab's ``<ipython-input-N-…> in <cell line: 1>()``, an ipykernel temp-file path, papermill.
+
+    Hand-written from those tools' layouts (the frames of tests/notebooks/inplace_residual.ipynb).
+    """
+    shutil.copy(NOTEBOOKS / "inplace_residual.ipynb", tmp_path / "inplace_residual.ipynb")
+    log = NOTEBOOKS / "logs" / f"inplace_residual.{layout}.log"
+    res = subprocess.run([sys.executable, "-m", "tracefix", "--format", "json", "--no-patch", "--root",
+                          str(tmp_path), str(log)], capture_output=True, env=_env(), timeout=120)
+    d = json.loads(res.stdout)["diagnoses"][0]
+    site = d["fix_sites"][0]
+    assert (site["path"], site["cell"], site["cell_line"]) == ("inplace_residual.ipynb", 3, 8)
+    assert (d["crash_site"]["cell"], d["crash_site"]["cell_line"]) == (5, 6)

@@ -1,0 +1,489 @@
+"""Jupyter notebooks as Python modules: read, map traceback frames to cells, write cells back.
+
+A notebook is read as ONE virtual module: its code cells in order, each preceded by a marker
+comment line (``# %% tracefix cell 3``).  IPython-only lines (``%magic``, ``!shell``,
+``x = !cmd``, ``obj?``, non-Python ``%%`` cells) become ``pass`` placeholders so that ``ast``
+parses the rest, and line counts stay as IPython numbers them.  The locator and the patcher then
+work on that text unchanged (cross-cell names, classes, imports); this module maps virtual
+lines to (cell, line in cell) and back.
+
+A frame of notebook code (``Cell In[7], line 12``, ``<ipython-input-7-…>``,
+``/tmp/ipykernel_1/2.py``) is matched to the notebook cell whose line reads the code the traceback
+shows; the execution count is only a tie-breaker.
+
+Standard library only (``json``): the CLI never imports nbformat or IPython.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import contextvars
+import difflib
+import json
+import re
+import stat
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+MARK = "# %% tracefix cell "
+_MARK_RX = re.compile(r"^# %% tracefix cell (\d+)$")
+PLACEHOLDER = "pass  # tracefix: IPython-only line"
+MAX_NOTEBOOKS = 200
+MAX_BYTES = 20_000_000
+# Cell magics whose body is still Python (IPython runs it as such, numbering lines from the magic).
+_PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "python", "python3"}
+_LINE_MAGIC_RX = re.compile(r"^\s*(?:[%!]|[\w.,\s\[\]]+=\s*[%!])")
+_HELP_RX = re.compile(r"^\s*[\w.]+\?\??\s*$|^\s*\?\??[\w.]+\s*$")
+_EXEC_COUNT_RX = re.compile(r"^(?:Cell|Input) In\s*\[\s*(\d+)\s*\]|^<ipython-input-(\d+)-")
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int                       # 0-based position in the notebook's cell list (all cell types)
+    execution_count: Optional[int]   # as saved in the file (None when never run or not saved)
+    ordinal: int                     # 1-based position among non-empty code cells (a fresh run's In [N])
+    start: int                       # virtual line of the cell's first source line
+    lines: Tuple[str, ...]           # the virtual lines of the cell (placeholders in place of magics)
+    raw: Tuple[str, ...]             # the cell's own source lines, as saved
+
+
+@dataclass(frozen=True)
+class Virtual:
+    text: str
+    cells: Tuple[Cell, ...]
+
+    def at(self, vline: int) -> Optional[Tuple[Cell, int]]:
+        """(cell, 1-based line within the cell) for a virtual line, or None (a marker line)."""
+        for c in self.cells:
+            if c.start <= vline < c.start + max(len(c.lines), 1) and c.lines:
+                return c, vline - c.start + 1
+        return None
+
+
+def _source_lines(source) -> List[str]:
+    text = "".join(source) if isinstance(source, list) else (source or "")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if text.endswith("\n"):
+        text = text[:-1]
+    return text.split("\n") if text else []
+
+
+def _parses(lines: Sequence[str]) -> bool:
+    try:
+        ast.parse("\n".join(lines) + "\n")
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def neutralise(lines: Sequence[str]) -> List[str]:
+    """The cell's lines with IPython-only syntax replaced by placeholders (same line count)."""
+    lines = list(lines)
+    if _parses(lines):
+        return lines
+    out = list(lines)
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        name = lines[first].lstrip()[2:].split(None, 1)[0] if lines[first].lstrip()[2:].strip() else ""
+        out[first] = PLACEHOLDER
+        if name not in _PY_CELL_MAGICS:       # %%bash, %%writefile, %%html...: not Python at all
+            return ["# tracefix: not Python" if ln.strip() else ln for ln in out]
+    for i, ln in enumerate(out):
+        if i != first or not ln.lstrip().startswith("%%"):
+            if ln.strip() and (_LINE_MAGIC_RX.match(ln) or _HELP_RX.match(ln)) and ln != PLACEHOLDER:
+                out[i] = _indent(ln) + PLACEHOLDER
+    if _parses(out):
+        return out
+    # still not Python (a typo, a half-written cell): keep its line count, hide it from ast
+    return ["# tracefix: not Python" if ln.strip() else ln for ln in lines]
+
+
+def load_json(data: bytes) -> Optional[dict]:
+    try:
+        nb = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None
+    return nb
+
+
+def build(nb: dict) -> Virtual:
+    """The virtual module of a parsed notebook (nbformat 4 layout)."""
+    out: List[str] = []
+    cells: List[Cell] = []
+    ordinal = 0
+    for index, cell in enumerate(nb.get("cells") or []):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        raw = _source_lines(cell.get("source"))
+        if any(ln.strip() for ln in raw):
+            ordinal += 1
+        count = cell.get("execution_count")
+        out.append(f"{MARK}{index + 1}")
+        virt = neutralise(raw)
+        cells.append(Cell(index=index, execution_count=count if isinstance(count, int) else None,
+                          ordinal=ordinal, start=len(out) + 1, lines=tuple(virt), raw=tuple(raw)))
+        out.extend(virt)
+    return Virtual("\n".join(out) + "\n", tuple(cells))
+
+
+def from_sources(sources: Sequence[Tuple[int, str]]) -> dict:
+    """A notebook dict from (execution count, source) pairs: what a kernel's history holds."""
+    return {"cells": [{"cell_type": "code", "execution_count": n, "metadata": {}, "outputs": [],
+                       "source": src} for n, src in sources], "metadata": {}, "nbformat": 4,
+            "nbformat_minor": 5}
+
+
+_CACHE: Dict[Tuple[str, int, int], Optional[Virtual]] = {}
+
+
+def read_virtual(path: Path) -> Optional[Virtual]:
+    """The virtual module of a ``.ipynb`` file (cached by path, size and mtime), or None."""
+    try:
+        st = Path(path).stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in _CACHE:
+            if len(_CACHE) > 64:
+                _CACHE.clear()
+            nb = load_json(Path(path).read_bytes())
+            _CACHE[key] = None if nb is None else build(nb)
+        return _CACHE[key]
+    except OSError:
+        return None
+
+
+def read_text(path: Path) -> Tuple[Optional[str], Optional[str]]:
+    """Like :func:`tracefix.pysource.read_text` for a notebook: (virtual text, None) or (None, why)."""
+    v = read_virtual(path)
+    if v is None:
+        return None, "is not a readable Jupyter notebook"
+    return v.text, None
+
+
+def is_notebook(path) -> bool:
+    return str(path).lower().endswith(".ipynb")
+
+
+# --- frames -> cells --------------------------------------------------------------------------------
+def execution_count(frame_path: str) -> Optional[int]:
+    m = _EXEC_COUNT_RX.search((frame_path or "").strip())
+    if not m:
+        return None
+    return int(m.group(1) or m.group(2))
+
+
+def _norm(code: str) -> str:
+    return "".join(code.split())
+
+
+_PREFERRED: "contextvars.ContextVar[Tuple[str, ...]]" = contextvars.ContextVar("tracefix_notebooks", default=())
+
+
+@contextlib.contextmanager
+def preferring(frames: Sequence, notebooks: Sequence[Tuple[str, Path]]):
+    """While locating one traceback: prefer the notebooks that read ALL its notebook frames.
+
+    One frame alone (``loss.backward()`` at line 6) may match cells of several notebooks under the
+    root; the traceback's other cell frames tell them apart.
+    """
+    from tracefix.frames import is_library_path, is_notebook_path
+    cell_frames = [f for f in frames if f.path and is_notebook_path(f.path) and not is_library_path(f.path)]
+    score: Dict[str, int] = {}
+    for f in cell_frames:
+        for rel in {hit[1] for hit in _candidates(f, notebooks)}:
+            score[rel] = score.get(rel, 0) + 1
+    best = max(score.values(), default=0)
+    token = _PREFERRED.set(tuple(sorted(r for r, n in score.items() if n == best and best)))
+    try:
+        yield
+    finally:
+        _PREFERRED.reset(token)
+
+
+def _candidates(frame, notebooks: Sequence[Tuple[str, Path]]):
+    """(rank, rel, path, cell) of every cell that reads the frame's code at the frame's line."""
+    if not frame.code or frame.line <= 0:
+        return []
+    want = _norm(frame.code)
+    if not want:
+        return []
+    count = execution_count(frame.path)
+    found = []
+    for rel, path in notebooks:
+        v = read_virtual(path)
+        if v is None:
+            continue
+        for cell in v.cells:
+            if frame.line <= len(cell.raw) and _norm(cell.raw[frame.line - 1]) == want:
+                rank = 2
+                if count is not None and cell.execution_count == count:
+                    rank = 0
+                elif count is not None and cell.execution_count is None and cell.ordinal == count:
+                    rank = 1
+                found.append((rank, rel, path, cell))
+    return found
+
+
+def find_cell(frame, notebooks: Sequence[Tuple[str, Path]]) -> Optional[Tuple[str, Path, Cell, int, Tuple[str, ...]]]:
+    """(rel, path, cell, virtual line, other candidates) for a notebook frame, or None.
+
+    The cell must read, at the frame's line, the code the traceback shows.  Ties are broken by
+    the execution count (saved count first, then the position a fresh top-to-bottom run gives).
+    """
+    found = _candidates(frame, notebooks)
+    if not found:
+        return None
+    preferred = _PREFERRED.get()
+    found.sort(key=lambda t: (bool(preferred) and t[1] not in preferred, t[0], t[1], t[3].index))
+    rank, rel, path, cell = found[0]
+    others = tuple(dict.fromkeys(f"{r}#cell{c.index + 1}" for k, r, _, c in found[1:] if k == rank and r != rel))
+    return rel, path, cell, cell.start + frame.line - 1, others
+
+
+# --- sites ------------------------------------------------------------------------------------------
+def annotate_site(site, root: Path):
+    """site with cell, execution_count and cell_line set when it lies in a notebook."""
+    if site is None or not is_notebook(site.path):
+        return site
+    path = Path(site.local_path) if site.local_path else Path(root) / site.path
+    v = read_virtual(path)
+    hit = v.at(site.line) if v is not None else None
+    if hit is None:
+        return site
+    cell, line = hit
+    return replace(site, cell=cell.index + 1, cell_line=line, execution_count=cell.execution_count,
+                   code=cell.raw[line - 1].strip() if line <= len(cell.raw) else site.code)
+
+
+_LINE_RX = re.compile(r"\bline (\d+)\b")
+
+
+def _cell_words(text: str, v: Virtual, rel: str, own: Optional[int]) -> str:
+    """'line 11' of the virtual module -> 'line 5' (same cell) or 'cell 2, line 5'."""
+    def sub(m: "re.Match[str]") -> str:
+        hit = v.at(int(m.group(1)))
+        if hit is None:
+            return m.group(0)
+        cell, line = hit
+        return f"line {line}" if own == cell.index + 1 else f"cell {cell.index + 1}, line {line}"
+    text = _LINE_RX.sub(sub, text)
+    return re.sub(re.escape(rel) + r":(\d+)\b",
+                  lambda m: f"{rel}, {_cell_words('line ' + m.group(1), v, rel, None)}", text)
+
+
+def annotate(diag, root: Path):
+    """A diagnosis whose notebook sites name their cell (a post-pass after locating)."""
+    fix_sites = []
+    for s in diag.fix_sites:
+        s = annotate_site(s, root)
+        v = read_virtual(Path(s.local_path)) if s.cell is not None and s.local_path else None
+        if v is not None:
+            s = replace(s, reason=_cell_words(s.reason, v, s.path, s.cell))
+        fix_sites.append(s)
+    diag = replace(diag, crash_site=annotate_site(diag.crash_site, root), fix_sites=tuple(fix_sites))
+    return annotate_notes(diag)
+
+
+def annotate_notes(diag):
+    """Notes naming ``nb.ipynb:N`` (a virtual line) name the cell instead; safe to repeat."""
+    notes = list(diag.notes)
+    for s in [diag.crash_site] + list(diag.fix_sites):
+        if s is not None and is_notebook(s.path) and s.local_path:
+            v = read_virtual(Path(s.local_path))
+            if v is not None:
+                notes = [re.sub(re.escape(s.path) + r":(\d+)\b",
+                                lambda m: f"{s.path}, {_cell_words('line ' + m.group(1), v, s.path, None)}", n)
+                         for n in notes]
+    return replace(diag, notes=tuple(notes))
+
+
+def label(site) -> str:
+    """``nb.ipynb, cell 3 (In [7]), line 2`` for a notebook site, ``path:line`` otherwise."""
+    if getattr(site, "cell", None) is None:
+        return f"{site.path}:{site.line}"
+    count = f" (In [{site.execution_count}])" if site.execution_count is not None else ""
+    return f"{site.path}, cell {site.cell}{count}, line {site.cell_line}"
+
+
+def stale(diag, root: Path) -> Optional[str]:
+    """Why a notebook traceback no longer matches the notebooks under root, or None."""
+    from tracefix.frames import get_index, is_library_path, is_notebook_path, map_frame
+
+    frames = [f for f in diag.traceback.frames if f.path and not is_library_path(f.path)
+              and is_notebook_path(f.path) and f.code]
+    if not frames:
+        return None
+    index = get_index(root, fresh=True)
+    for f in frames:
+        if map_frame(f, root, index) is None:
+            return (f"no notebook cell under {root} reads {f.code!r} at line {f.line} as the traceback's "
+                    f"{f.path} showed (edited since the log was written?); nothing written")
+    return None
+
+
+def json_line(path: Path, cell_index: int, cell_line: int) -> int:
+    """The line of the .ipynb file that holds a cell's source line (for editors), else 1."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8-sig").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return 1
+    v = read_virtual(Path(path))
+    want = next((c.raw[cell_line - 1] for c in (v.cells if v else ()) if c.index == cell_index
+                 and 1 <= cell_line <= len(c.raw)), None)
+
+    def holds(i: int) -> bool:      # the file line i (0-based) is that source line as a JSON string
+        text = lines[i].strip().rstrip(",") if 0 <= i < len(lines) else ""
+        try:
+            return want is not None and json.loads(text).rstrip("\n") == want
+        except ValueError:
+            return False
+    seen = -1
+    for i, ln in enumerate(lines):   # nbformat's layout: sorted keys, one source line per file line
+        if re.match(r'^\s*"cell_type":', ln):
+            seen += 1
+        if seen == cell_index and re.match(r'^\s*"source":\s*\[\s*$', ln) and holds(i + cell_line):
+            return i + 1 + cell_line
+    hits = [i for i in range(len(lines)) if holds(i)]   # another layout: the line, when it is unique
+    return hits[0] + 1 if len(hits) == 1 else 1
+
+
+# --- writing back -----------------------------------------------------------------------------------
+class LayoutError(ValueError):
+    """The notebook cannot be rewritten without changing bytes outside the patched cells."""
+
+
+def _dump(nb: dict, indent, ensure_ascii: bool, separators, final_nl: str, crlf: bool) -> str:
+    text = json.dumps(nb, indent=indent, ensure_ascii=ensure_ascii, separators=separators) + final_nl
+    return text.replace("\n", "\r\n") if crlf else text
+
+
+def _layout(raw: str, nb: dict):
+    """The json.dumps settings that reproduce raw byte for byte, or LayoutError."""
+    crlf = "\r\n" in raw
+    body = raw.replace("\r\n", "\n") if crlf else raw
+    final_nl = body[len(body.rstrip("\n")):]
+    lines = body.split("\n")
+    indents = []
+    if len(lines) > 1:
+        second = lines[1]
+        indents.append(len(second) - len(second.lstrip(" ")) or None)
+    indents += [1, 2, 4, None]
+    for indent in dict.fromkeys(indents):
+        seps = [None] if indent is not None else [(", ", ": "), (",", ":"), (",", ": ")]
+        for separators in seps:
+            for ensure_ascii in (False, True):
+                if _dump(nb, indent, ensure_ascii, separators, final_nl, crlf) == raw:
+                    return indent, ensure_ascii, separators, final_nl, crlf
+    raise LayoutError("its JSON layout cannot be reproduced exactly")
+
+
+def write_back(data: bytes, old_text: str, new_text: str) -> bytes:
+    """The notebook ``data`` with the cells whose virtual text changed from old_text to new_text.
+
+    Only ``source`` of changed cells is replaced (list-of-lines or string form kept); outputs,
+    metadata, key order, indent, escaping and final newline stay as they were.
+    """
+    bom = data.startswith(b"\xef\xbb\xbf")
+    raw = data.decode("utf-8-sig")
+    nb = load_json(data)
+    if nb is None:
+        raise LayoutError("it is not a readable notebook")
+    layout = _layout(raw, nb)
+    v = build(nb)
+    if v.text != old_text:
+        raise LayoutError("it changed since the patch was made")
+    new_cells = _split(new_text, v)
+    for cell, new_lines in zip(v.cells, new_cells):
+        if tuple(new_lines) == cell.lines:
+            continue
+        src = _restore(cell, new_lines)
+        node = nb["cells"][cell.index]
+        text = "\n".join(src)
+        if isinstance(node.get("source"), list):
+            parts = [ln + "\n" for ln in src]
+            if parts and not _ends_nl(node["source"]):
+                parts[-1] = parts[-1][:-1]
+            node["source"] = parts
+        else:
+            node["source"] = text + ("\n" if _ends_nl(node.get("source") or "") else "")
+    out = _dump(nb, *layout).encode("utf-8")
+    return (b"\xef\xbb\xbf" + out) if bom else out
+
+
+def _ends_nl(source) -> bool:
+    text = "".join(source) if isinstance(source, list) else source
+    return text.endswith("\n")
+
+
+def _split(text: str, v: Virtual) -> List[List[str]]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    marks = [i for i, ln in enumerate(lines) if _MARK_RX.match(ln)]
+    want = [f"{MARK}{c.index + 1}" for c in v.cells]
+    if [lines[i] for i in marks] != want:
+        raise LayoutError("the patch moved code across cells")
+    out: List[List[str]] = []
+    for k, i in enumerate(marks):
+        end = marks[k + 1] if k + 1 < len(marks) else len(lines)
+        body = lines[i + 1:end]
+        if k == 0 and i > 0:        # lines put above the first cell (an import) join the first cell
+            body = lines[:i] + body
+        out.append(body)
+    return out
+
+
+def _restore(cell: Cell, new_lines: Sequence[str]) -> List[str]:
+    """New virtual lines of a cell -> its source: unchanged lines keep the original (magics too)."""
+    sm = difflib.SequenceMatcher(None, list(cell.lines), list(new_lines), autojunk=False)
+    out: List[str] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            out.extend(cell.raw[i1:i2])
+        else:
+            for ln in new_lines[j1:j2]:
+                if PLACEHOLDER.split("  ", 1)[1] in ln or ln.lstrip().startswith("# tracefix: not Python"):
+                    raise LayoutError("the patch touches an IPython-only line")
+                out.append(ln)
+    return out
+
+
+def cell_sources(old_text: str, new_text: str, data: bytes) -> List[Tuple[Cell, str, str]]:
+    """(cell, old source, new source) for every cell a virtual-text patch changes."""
+    nb = load_json(data)
+    if nb is None:
+        return []
+    v = build(nb)
+    if v.text != old_text:
+        return []
+    out = []
+    for cell, new_lines in zip(v.cells, _split(new_text, v)):
+        if tuple(new_lines) != cell.lines:
+            out.append((cell, "\n".join(cell.raw), "\n".join(_restore(cell, new_lines))))
+    return out
+
+
+def cell_diff(rel: str, data: bytes, old_text: str, new_text: str) -> Optional[str]:
+    """A unified diff per changed cell, its header naming the cell; None when it cannot be made."""
+    try:
+        changes = cell_sources(old_text, new_text, data)
+    except LayoutError:
+        return None
+    if not changes:
+        return None
+    out = []
+    for cell, old, new in changes:
+        count = f" In [{cell.execution_count}]" if cell.execution_count is not None else ""
+        name = f"{rel} (cell {cell.index + 1}{count})"
+        a = [ln + "\n" for ln in old.split("\n")]
+        b = [ln + "\n" for ln in new.split("\n")]
+        out += list(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}", lineterm="\n"))
+    return "".join(out)
