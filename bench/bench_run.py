@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import row  # noqa: E402
+from _common import CWD, ENV, PY, row  # noqa: E402
 
 BAR = 1.10
 
@@ -48,7 +48,7 @@ def timed(cmd, out_path: str):
     """(wall seconds, CPU seconds of the process and its children) of one run, output to a file."""
     with open(out_path, "wb") as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=ENV, cwd=CWD)
         _pid, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -63,8 +63,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs of each, median taken (default 5)")
     ap.add_argument("--row", action="store_true", help="print one markdown table row (bench/run.py)")
     args = ap.parse_args()
-    child = [sys.executable, "-c", CHILD.format(nbytes=args.mb * 1_000_000)]
-    wrapped = [sys.executable, "-m", "tracefix", "run", "--format", "plain", "--", *child]
+    child = [PY, "-c", CHILD.format(nbytes=args.mb * 1_000_000)]
+    wrapped = [PY, "-m", "tracefix", "run", "--format", "plain", "--", *child]
     direct_t, run_t = [], []
     with tempfile.TemporaryDirectory() as tmp:
         a, b = os.path.join(tmp, "direct.out"), os.path.join(tmp, "run.out")

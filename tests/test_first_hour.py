@@ -53,8 +53,12 @@ def test_reducing_only_at_backward_is_insufficient_when_the_loss_is_a_number_lat
         assert "train.py:5" in p.reason and "'loss'" in p.reason, p.reason
 
 
-def test_reducing_at_backward_stays_safe_when_the_loss_is_not_read_again(tmp_path):
-    patches = _propose(tmp_path, LOOP.format(use="opt.step()"), 4)
+@pytest.mark.parametrize("text", [LOOP.format(use="opt.step()"),
+                                  # another function's own `loss` is another variable
+                                  LOOP.format(use="opt.step()") + "\n\ndef evaluate():\n    loss = crit(y)\n"
+                                                                  "    print(loss.item())\n"])
+def test_reducing_at_backward_stays_safe_when_the_loss_is_not_read_again(tmp_path, text):
+    patches = _propose(tmp_path, text, 4)
     assert patches[0].applicability == "safe" and "loss.mean().backward()" in patches[0].files[0][2]
 
 

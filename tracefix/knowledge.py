@@ -7,11 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
-
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "knowledge"
 
 # One locate module per name (tracefix/locator/families/<name>.py); listed, not imported: loading
@@ -20,6 +15,18 @@ _FAMILIES_DIR = Path(__file__).resolve().parent / "locator" / "families"
 LOCATORS = tuple(sorted(p.stem.replace("_", "-") for p in _FAMILIES_DIR.glob("*.py")
                         if not p.name.startswith("_"))) + ("none",)
 EXPLAIN_KEYS = ("what", "why", "fix", "fix_safety")
+# The built-in entries' diagnosis part (each file's text before its first [[array]]), parsed when
+# the wheel is built (setup.py): {file name: (that text, its parsed TOML)}.  Used only while the
+# file still holds exactly that text, so an edited entry is parsed again; a checkout has no cache.
+HEADS_CACHE = "heads.marshal"
+
+
+def _toml():
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.9/3.10 only
+        import tomli as tomllib
+    return tomllib
 
 
 class KnowledgeError(Exception):
@@ -80,9 +87,10 @@ def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False) -> Lis
     for directory in [builtin, *map(Path, extra_dirs)]:
         if not directory.is_dir():
             raise KnowledgeError(f"{directory}: not a directory")
+        cache = _heads_cache(directory) if directory is builtin and not examples else {}
         for path in sorted(directory.glob("*.toml")):
             # User entries are validated whole, examples included: their mistakes are reported early.
-            entry = load_entry(path, examples or directory is not builtin)
+            entry = load_entry(path, examples or directory is not builtin, cache.get(path.name))
             by_id[entry.id] = entry
     return list(by_id.values())
 
@@ -90,21 +98,55 @@ def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False) -> Lis
 _ARRAY_TABLE = re.compile(r"^\[\[", re.MULTILINE)
 
 
-def load_entry(path: Path, examples: bool = True) -> Entry:
+def _head(text: str) -> str:
+    m = _ARRAY_TABLE.search(text)
+    return text[: m.start()] if m else text
+
+
+def _heads_cache(directory: Path) -> Dict[str, Any]:
+    try:
+        import marshal
+
+        with open(directory / HEADS_CACHE, "rb") as fh:
+            data = marshal.load(fh)
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_heads_cache(directory: Path) -> Path:
+    """Parse the diagnosis part of every entry in ``directory`` into ``HEADS_CACHE`` (a build step)."""
+    import marshal
+
+    tomllib = _toml()
+    heads = {}
+    for path in sorted(Path(directory).glob("*.toml")):
+        head = _head(path.read_text(encoding="utf-8"))
+        try:
+            heads[path.name] = (head, tomllib.loads(head))
+        except tomllib.TOMLDecodeError:
+            continue  # load_entry parses that one whole, as without a cache
+    target = Path(directory) / HEADS_CACHE
+    target.write_bytes(marshal.dumps(heads))
+    return target
+
+
+def load_entry(path: Path, examples: bool = True, cached: Any = None) -> Entry:
     try:
         text = path.read_text(encoding="utf-8")
-        head = text
-        if not examples:
-            m = _ARRAY_TABLE.search(text)
-            head = text[: m.start()] if m else text
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnowledgeError(f"{path}: cannot read: {exc}") from None
+    head = text if examples else _head(text)
+    if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == head and isinstance(cached[1], dict):
+        return _build(path, cached[1])
+    tomllib = _toml()
+    try:
         try:
             data = tomllib.loads(head)
         except tomllib.TOMLDecodeError:
             if head is text:
                 raise
             data = tomllib.loads(text)  # the cut fell inside a string: parse it all
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnowledgeError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise KnowledgeError(f"{path}: invalid TOML: {exc}") from None
     return _build(path, data)

@@ -1,8 +1,6 @@
 """Wire the stages: read -> match -> collapse ranks -> locate (-> patch, on request)."""
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -220,11 +218,15 @@ JOURNAL = Path(".tracefix") / "applied.json"
 
 
 def _fingerprint(d: Diagnosis) -> str:
+    import hashlib  # (here: --apply only; ~3 ms of start-up the diagnose path does not pay)
+
     frames = "|".join(f"{f.path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{f.line}" for f in d.traceback.frames)
     return hashlib.sha256(f"{d.entry_id}\n{normalize(d.traceback.message)}\n{frames}".encode()).hexdigest()
 
 
 def _sha256(path: Path) -> str:
+    import hashlib
+
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
@@ -232,6 +234,8 @@ def _sha256(path: Path) -> str:
 
 
 def _load_journal(root: Path) -> Dict[str, Dict[str, str]]:
+    import json
+
     try:
         data = json.loads((root / JOURNAL).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -242,6 +246,7 @@ def _load_journal(root: Path) -> Dict[str, Dict[str, str]]:
 def _save_journal(root: Path, journal: Dict[str, Dict[str, str]]) -> None:
     from tracefix.patcher import PatchError
     from tracefix.patcher.writing import state_dir
+    import json
 
     path = root / JOURNAL
     try:

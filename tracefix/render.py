@@ -5,7 +5,6 @@ it is stripped of control characters and, in rich output, never parsed as markup
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Dict, List, Optional, Sequence, TextIO
 
@@ -107,6 +106,8 @@ def as_dict(diagnoses: Sequence[Diagnosis], unrecognized: Sequence, extra: Optio
 
 
 def render_json(out: TextIO, diagnoses, unrecognized, extra: Optional[Dict] = None) -> None:
+    import json
+
     # ensure_ascii keeps any control character from the log escaped as \uXXXX
     json.dump(as_dict(diagnoses, unrecognized, extra), out, indent=2, ensure_ascii=True)
     out.write("\n")

@@ -12,9 +12,19 @@ imports this package lazily, when patches are needed.
 """
 from __future__ import annotations
 
-from tracefix.patcher.writing import apply, undo
 from tracefix.patcher.errors import PatchError
 from tracefix.patcher.fix_inplace import explain_unpatchable
 from tracefix.patcher.ranking import patchable, propose, settled
+
+
+
+def __getattr__(name: str):
+    # apply/undo (tempfile, shutil, hashlib, json) load on first use: showing a patch needs none of them
+    if name in ("apply", "undo"):
+        from tracefix.patcher import writing
+
+        return getattr(writing, name)
+    raise AttributeError(f"module 'tracefix.patcher' has no attribute {name!r}")
+
 
 __all__ = ["PatchError", "apply", "explain_unpatchable", "patchable", "propose", "settled", "undo"]

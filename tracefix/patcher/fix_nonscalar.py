@@ -151,7 +151,9 @@ def _number_use(src: Source, call: cst.Call, target: cst.BaseExpression, rel: st
     for n in src.in_statement_of(scope, cst.Name):
         if n.value != target.value or src.positions[n].start.line <= end or n is target:
             continue
-        if not any(a is scope for a in src.ancestors(n)):
+        # the same variable: read in this very scope, not in a function defined in it or after it
+        own = next((a for a in src.ancestors(n) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
+        if own is not scope:
             continue
         how = _how_number(src, n)
         if how:
