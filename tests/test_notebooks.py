@@ -276,12 +276,13 @@ def test_apply_refuses_when_the_cell_changed(runs, tmp_path):
 
 
 def test_anomaly_mode_in_the_kernel_names_the_fix_cell(runs):
-    """nn.Dropout(inplace=True) on a Tanh output: the traceback alone does not settle it; the forward
-    trace that ``%tracefix anomaly on`` makes torch record does (cell 2 line 6 of the file)."""
+    """nn.Dropout(inplace=True) on a Tanh output: the traceback alone does not settle it.  The witness
+    the extension arms in the kernel does (first run: the model cell is In [3]), and so does the
+    forward trace that ``%tracefix anomaly on`` makes torch record (cell 2 line 6 of the file)."""
     k = runs["anomaly"]
     first = _text(k["first"])
-    assert "fix site: none found in the project" in first
-    assert "%tracefix anomaly on" in first
+    assert "The witness saw" in first
+    assert "fix site:   In [3], line 6" in first, first
     assert "anomaly detection on" in _text(k["magic"])
     second = _text(k["second"])
     # second run: load In [1], cells In [2..5], magic In [6], cells again In [7..9]; the model cell is In [7]

@@ -236,13 +236,17 @@ def find_cell(frame, notebooks: Sequence[Tuple[str, Path]]) -> Optional[Tuple[st
     """(rel, path, cell, virtual line, other candidates) for a notebook frame, or None.
 
     The cell must read, at the frame's line, the code the traceback shows.  Ties are broken by
-    the execution count (saved count first, then the position a fresh top-to-bottom run gives).
+    the execution count (saved count first, then the position a fresh top-to-bottom run gives),
+    then by the later cell.
     """
     found = _candidates(frame, notebooks)
     if not found:
         return None
     preferred = _PREFERRED.get()
-    found.sort(key=lambda t: (bool(preferred) and t[1] not in preferred, t[0], t[1], t[3].index))
+    # Without an execution count to go by, the later of two identical cells is the one that ran last
+    # (a kernel's history holds every re-run of a cell).
+    found.sort(key=lambda t: (bool(preferred) and t[1] not in preferred, t[0], t[1],
+                              -t[3].index if t[0] == 2 else t[3].index))
     rank, rel, path, cell = found[0]
     others = tuple(dict.fromkeys(f"{r}#cell{c.index + 1}" for k, r, _, c in found[1:] if k == rank and r != rel))
     return rel, path, cell, cell.start + frame.line - 1, others
