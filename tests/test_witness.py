@@ -348,3 +348,37 @@ def test_cli_shows_the_evidence(tmp_path):
     assert "The witness saw: 'h' [16, 8] (output of tanh) was changed in place by mul_" in cli("--format", "plain").stdout
     log.write_text(TB)
     assert json.loads(cli("--format", "json").stdout)["diagnoses"][0]["evidence"] is None
+
+
+NO_OPTIMIZER = r'''
+import sys
+import torch
+
+sys.path.insert(0, HOOKS)
+import tracefix_witness as w
+
+w.install()
+m = torch.nn.Linear(4, 1)
+for i in range(12):                       # a hand-written update: no torch optimizer to count
+    loss = m(torch.randn(3, 4)).pow(2).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in m.parameters():
+            p -= 0.1 * p.grad
+            p.grad = None
+    if i == 2:
+        assert w.armed()
+assert not w.armed() and torch._C._len_torch_function_stack() == 0
+w.install()                               # (a second install is a no-op)
+with torch.inference_mode():              # inference tensors have no version counter
+    t = torch.ones(3)
+    t.add_(1)
+print("ok", t.tolist())
+'''
+
+
+@pytest.mark.torch
+def test_witness_disarms_without_an_optimizer_and_tolerates_inference_mode(tmp_path):
+    (tmp_path / "loop.py").write_text(NO_OPTIMIZER.replace("HOOKS", repr(str(HOOKS_DIR))))
+    out = run_py(["loop.py"], tmp_path, on=False)
+    assert out.returncode == 0 and "ok [2.0, 2.0, 2.0]" in out.stdout, out.stderr[-3000:]

@@ -239,6 +239,7 @@ class _Recorder:
         self.torch = torch
         self.thread = threading.get_ident()
         self.active = False
+        self.pending = False       # disarm asked for inside the mode's handler: done at the next hook
         self.undo = []
         self.writes = []           # dicts, oldest first (bounded)
         self.creators = {}         # id(tensor) -> (weakref, record)
@@ -271,6 +272,7 @@ class _Recorder:
 
     def disarm(self):
         self.active = False
+        self.pending = False
         undo, self.undo = self.undo, []
         for fn in reversed(undo):
             try:
@@ -345,11 +347,14 @@ class _Recorder:
         watched = None
         if k or "out" in kwargs:
             watched = []
-            for a in (args[:1] if k else ()) + tuple(v for key, v in kwargs.items() if key == "out"):
-                if isinstance(a, Tensor):
-                    watched.append((a, a._version))
-                elif isinstance(a, (list, tuple)):
-                    watched.extend((t, t._version) for t in a if isinstance(t, Tensor))
+            try:
+                for a in (args[:1] if k else ()) + tuple(v for key, v in kwargs.items() if key == "out"):
+                    if isinstance(a, Tensor):
+                        watched.append((a, a._version))
+                    elif isinstance(a, (list, tuple)):
+                        watched.extend((t, t._version) for t in a if isinstance(t, Tensor))
+            except Exception:      # inference tensors have no version counter: nothing to watch
+                watched = None
         # tracefix witness: the call itself, unchanged
         result = func(*args, **kwargs)
         try:
@@ -418,7 +423,10 @@ class _Recorder:
         if getattr(func, "__name__", "") == "backward":
             self.backwards += 1
             if self.backwards >= DISARM_BACKWARDS:
-                self.disarm()
+                # Inside this handler torch has taken the mode off its stack for the call and puts
+                # it back afterwards: disarm at the next forward or step, outside any handler.
+                self.active = False
+                self.pending = True
         return out
 
     def _nonscalar(self, func, args, kwargs):
@@ -504,7 +512,10 @@ class _Recorder:
 
         def pre(module, _inputs):
             if threading.get_ident() == main:
-                rec.stack.append(module)
+                if rec.pending:
+                    rec.disarm()
+                else:
+                    rec.stack.append(module)
             return None
 
         def post(module, _inputs, _output):
@@ -561,7 +572,10 @@ class _Recorder:
 
         def pre(opt, _args, _kwargs):
             if threading.get_ident() == main:
-                rec.step = {"frames": _user_frames(2), "opt": type(opt).__name__}
+                if rec.pending:
+                    rec.disarm()
+                else:
+                    rec.step = {"frames": _user_frames(2), "opt": type(opt).__name__}
             return None
 
         def post(_opt, _args, _kwargs):
