@@ -195,6 +195,13 @@ assert rec.creators
 del act, out, loss
 gc.collect()
 assert ref() is None, "the witness kept an activation alive"
+temp = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True))   # its ReLU's write is recorded ...
+mref = weakref.ref(temp)
+temp(x).sum().backward()
+assert any(r["op"] == "relu" for r in rec.writes)
+del temp
+gc.collect()
+assert mref() is None, "the witness kept a module (and its parameters) alive"   # ... by weak reference
 
 # another thread: not watched, not disturbed
 def work():

@@ -388,7 +388,7 @@ class _Recorder:
             "dtype": str(t.dtype).replace("torch.", ""), "v0": v0, "v1": t._version,
             "param": isinstance(t, self.Parameter), "leaf": bool(t.is_leaf),
             "requires_grad": bool(t.requires_grad), "prev": prev, "frames": _user_frames(3),
-            "module": mod, "step": self.step, "backwards": self.backwards,
+            "module": _weak(mod), "step": self.step, "backwards": self.backwards,
             "no_grad": not self.torch.is_grad_enabled(), "tid": id(t),
         })
 
@@ -408,7 +408,7 @@ class _Recorder:
         self.creators[id(result)] = (weakref.ref(result), {
             "op": getattr(func, "__name__", str(func)), "shape": list(result.shape),
             "frames": _user_frames(3, 2), "inputs": inputs, "detail": detail,
-            "module": self.stack[-1] if self.stack else None})
+            "module": _weak(self.stack[-1]) if self.stack else None})
 
     def _backward(self, func, args, kwargs):
         try:
@@ -695,6 +695,16 @@ class _Recorder:
         self._patch(torch, "compile", make)
 
 
+def _weak(obj):
+    """A weak reference (a module holds tensors: the records must not keep it alive)."""
+    import weakref
+
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: None
+
+
 def _short_args(args, kwargs):
     parts = [repr(a) for a in args] + ["%s=%r" % kv for kv in kwargs.items()]
     text = ", ".join(parts)
@@ -791,7 +801,7 @@ def _explain_inplace(rec, msg, exc_frames):
         return None
     w = best
     frames = w["frames"]
-    mod = rec.describe_module(w["module"]) if w["module"] is not None else None
+    mod = rec.describe_module(w["module"]() if w["module"] is not None else None)
     sites = []
     data = {"tensor": {"shape": w["shape"], "dtype": w["dtype"], "version": [w["v0"], w["v1"]],
                        "node": want.get("node") or w["prev"], "param": w["param"], "leaf": w["leaf"]},
@@ -883,7 +893,7 @@ def _explain_nonscalar(rec, msg, exc_frames):
             continue
         fr = c["frames"][0]
         detail = "%s -> [%s]%s" % (c["op"], ", ".join(map(str, c["shape"])), (" " + c["detail"]) if c["detail"] else "")
-        mod = rec.describe_module(c["module"]) if c["module"] is not None else None
+        mod = rec.describe_module(c["module"]() if c["module"] is not None else None)
         if where is not None and (fr[0], fr[1]) == (where[0], where[1]) and not sites and len(ns["chain"]) > 1:
             continue     # e.g. scaler.scale(loss) on the backward line: look further back
         if any((s["path"], s["line"]) == (fr[0], fr[1]) for s in sites):
