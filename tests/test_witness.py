@@ -389,3 +389,54 @@ def test_witness_disarms_without_an_optimizer_and_tolerates_inference_mode(tmp_p
     (tmp_path / "loop.py").write_text(NO_OPTIMIZER.replace("HOOKS", repr(str(HOOKS_DIR))))
     out = run_py(["loop.py"], tmp_path, on=False)
     assert out.returncode == 0 and "ok [2.0, 2.0, 2.0]" in out.stdout, out.stderr[-3000:]
+
+
+PATTERNS = {
+    # foreach optimizer update between a backward(retain_graph=True) and the next backward
+    "foreach_step.py": ("param-update", "step", 7, '''import torch, torch.nn as nn
+torch.manual_seed(0)
+D = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.Adam(D.parameters(), foreach=True)
+out = D(torch.randn(5, 4))
+opt.zero_grad(); out.mean().backward(retain_graph=True)
+opt.step()
+(out ** 2).mean().backward()
+'''),
+    # a half default dtype decided the parameters' dtype
+    "default_dtype.py": ("half-params", "cast", 2, '''import torch, torch.nn as nn
+torch.set_default_dtype(torch.float16)
+model = nn.Linear(4, 2)
+torch.set_default_dtype(torch.float32)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+scaler.scale(model(torch.randn(3, 4, dtype=torch.float16)).float().mean()).backward()
+scaler.step(opt)
+'''),
+    # a parameter built in half precision
+    "half_param.py": ("half-params", "param", 5, '''import torch, torch.nn as nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 2, dtype=torch.float16))
+    def forward(self, x): return x @ self.w
+model = M()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+scaler.scale(model(torch.randn(3, 4, dtype=torch.float16)).float().mean()).backward()
+scaler.step(opt)
+'''),
+}
+
+
+@pytest.mark.torch
+def test_witness_patterns(tmp_path):
+    for name, (_k, _r, _l, src) in PATTERNS.items():
+        (tmp_path / name).write_text(src)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = dict(zip(PATTERNS, pool.map(lambda n: run_py([n], tmp_path), PATTERNS)))
+    for name, (kind, role, line, _src) in PATTERNS.items():
+        proc = runs[name]
+        assert proc.returncode != 0, name
+        (tb,) = [tb for tb in read_tracebacks(io.BytesIO(proc.stderr.encode())) if tb.evidence is not None]
+        top = tb.evidence.sites[0]
+        assert (tb.evidence.kind, top.role, Path(top.path).name, top.line) == (kind, role, name, line), proc.stderr[-2000:]

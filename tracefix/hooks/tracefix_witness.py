@@ -666,6 +666,17 @@ class _Recorder:
             try:
                 if (rec.active and param is not None and param.requires_grad and rec._half(param.dtype)
                         and threading.get_ident() == rec.thread):
+                    if torch.get_default_dtype() == param.dtype:
+                        # built under a half default dtype: that set_default_dtype call decided it
+                        last = [c for c in rec.casts if c["method"] == "set_default_dtype"]
+                        if last:
+                            c = last[-1]
+                            c["count"] += 1
+                            if len(c["params"]) < 8:
+                                c["params"].append("%s.%s" % (type(module).__name__, name))
+                            rec.casts.remove(c)
+                            rec.casts.append(c)
+                            return None
                     frames = _user_frames(2)
                     rec.casts.append({"how": "parameter %r of %s built as %s" % (
                         name, type(module).__name__, str(param.dtype).replace("torch.", "")),
