@@ -440,3 +440,37 @@ def test_witness_patterns(tmp_path):
         (tb,) = [tb for tb in read_tracebacks(io.BytesIO(proc.stderr.encode())) if tb.evidence is not None]
         top = tb.evidence.sites[0]
         assert (tb.evidence.kind, top.role, Path(top.path).name, top.line) == (kind, role, name, line), proc.stderr[-2000:]
+
+
+WORKERS = r'''
+import sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Probe(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        w = sys.modules.get("tracefix_witness")
+        t = torch.ones(2)
+        t.mul_(2)                                  # an in-place op in the worker
+        return torch.tensor([float(w is not None and w.armed()), float(torch._C._len_torch_function_stack())])
+
+
+if __name__ == "__main__":
+    assert sys.modules["tracefix_witness"].armed()
+    for method in ("fork", "spawn"):
+        seen = torch.cat(list(DataLoader(Probe(), batch_size=4, num_workers=2, multiprocessing_context=method)))
+        print(method, seen.sum().item())
+    print("main", sys.modules["tracefix_witness"].armed())
+'''
+
+
+@pytest.mark.torch
+def test_dataloader_workers_are_not_watched(tmp_path):
+    (tmp_path / "workers.py").write_text(WORKERS)
+    out = run_py(["workers.py"], tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["fork", "0.0", "spawn", "0.0", "main", "True"]

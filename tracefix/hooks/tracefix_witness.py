@@ -263,7 +263,8 @@ class _Recorder:
             self._arm_mode()
         except Exception:
             pass
-        for setup in (self._arm_modules, self._arm_optimizer, self._arm_casts, self._arm_compile):
+        for setup in (self._arm_modules, self._arm_optimizer, self._arm_casts, self._arm_compile,
+                      self._arm_workers):
             try:
                 setup()
             except Exception:  # an API this torch lacks: do less
@@ -283,8 +284,12 @@ class _Recorder:
         self.nonscalar, self.step = None, None
 
     def _patch(self, owner, name, make):
+        import functools
+
         original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
-        setattr(owner, name, make(original))
+        # The wrapper takes the original's name, qualname and module: pickle (a spawned DataLoader
+        # worker's target) and introspection see the same function they would without us.
+        setattr(owner, name, functools.wraps(original)(make(original)))
         self.undo.append(lambda: setattr(owner, name, original))
 
     def _arm_mode(self):
@@ -689,6 +694,24 @@ class _Recorder:
 
         if reg is not None:
             self.undo.append(reg(param_registered).remove)
+
+    def _arm_workers(self):
+        """DataLoader worker processes (forked with the witness armed, or spawned and armed by
+        sitecustomize) load data and never step: the witness leaves them as their loop starts."""
+        import importlib
+
+        worker = importlib.import_module("torch.utils.data._utils.worker")
+
+        def make(original):
+            def _worker_loop(*args, **kwargs):
+                rec = _state["rec"]
+                if rec is not None:
+                    rec.disarm()
+                return original(*args, **kwargs)
+            _worker_loop.__wrapped__ = original
+            return _worker_loop
+
+        self._patch(worker, "_worker_loop", make)
 
     def _arm_compile(self):
         torch = self.torch
