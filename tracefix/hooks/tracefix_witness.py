@@ -317,10 +317,16 @@ class _Recorder:
         def pop():
             try:
                 n = torch._C._len_torch_function_stack()
-                if n and torch._C._get_function_stack_at(n - 1) is mode:
-                    mode.__exit__(None, None, None)
+                top = torch._C._get_function_stack_at(n - 1) if n else None
+            except AttributeError:   # an older torch without these: nothing else pushed a mode on ours
+                top = mode
             except Exception:
-                pass
+                top = None
+            if top is mode:          # (another mode on top of ours: ours stays, inactive, a pass-through)
+                try:
+                    mode.__exit__(None, None, None)
+                except Exception:
+                    pass
 
         self.undo.append(pop)
 
