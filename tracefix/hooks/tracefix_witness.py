@@ -457,8 +457,8 @@ class _Recorder:
         while key is not None and key not in seen and len(chain) < 6:
             seen.add(key)
             entry = self.creators.get(key)
-            if entry is None or (len(chain) == 0 and entry[0]() is not cur):
-                break
+            if entry is None or (len(chain) == 0 and entry[0]() is not cur) or entry[0]() is None:
+                break          # (a dead tensor's id may have been reused: stop there)
             rec = entry[1]
             chain.append(rec)
             key = rec["inputs"][0] if rec["inputs"] else None
