@@ -833,7 +833,7 @@ def _explain_inplace(rec, msg, exc_frames):
                 score += 3
             elif w["prev"]:
                 score -= 1
-        elif w["leaf"]:
+        elif w["leaf"] and (w["param"] or w["requires_grad"]):
             score += 1
         if score > 0 and score >= best_score:   # ties: the latest write
             best, best_score = w, score
@@ -848,8 +848,9 @@ def _explain_inplace(rec, msg, exc_frames):
             "op": w["op"], "no_grad": w["no_grad"]}
     backward = [_site("backward", exc_frames[0], "the backward that needed the old value")] if exc_frames else []
     shape = "[%s]" % ", ".join(map(str, w["shape"]))
-    if w["leaf"]:
-        # A parameter (or another leaf) changed between the forward that saved it and the backward.
+    if w["leaf"] and (w["param"] or w["requires_grad"]):
+        # A parameter changed between the forward that saved it and the backward.  (A detached
+        # alias or a buffer is a leaf too, but it is written like any activation: below.)
         kind = "param-update"
         step = w["step"]
         pname = _param_name(rec, w)
