@@ -195,6 +195,13 @@ assert rec.creators
 del act, out, loss
 gc.collect()
 assert ref() is None, "the witness kept an activation alive"
+temp = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True))   # its ReLU's write is recorded ...
+mref = weakref.ref(temp)
+temp(x).sum().backward()
+assert any(r["op"] == "relu" for r in rec.writes)
+del temp
+gc.collect()
+assert mref() is None, "the witness kept a module (and its parameters) alive"   # ... by weak reference
 
 # another thread: not watched, not disturbed
 def work():
@@ -348,3 +355,122 @@ def test_cli_shows_the_evidence(tmp_path):
     assert "The witness saw: 'h' [16, 8] (output of tanh) was changed in place by mul_" in cli("--format", "plain").stdout
     log.write_text(TB)
     assert json.loads(cli("--format", "json").stdout)["diagnoses"][0]["evidence"] is None
+
+
+NO_OPTIMIZER = r'''
+import sys
+import torch
+
+sys.path.insert(0, HOOKS)
+import tracefix_witness as w
+
+w.install()
+m = torch.nn.Linear(4, 1)
+for i in range(12):                       # a hand-written update: no torch optimizer to count
+    loss = m(torch.randn(3, 4)).pow(2).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in m.parameters():
+            p -= 0.1 * p.grad
+            p.grad = None
+    if i == 2:
+        assert w.armed()
+assert not w.armed() and torch._C._len_torch_function_stack() == 0
+w.install()                               # (a second install is a no-op)
+with torch.inference_mode():              # inference tensors have no version counter
+    t = torch.ones(3)
+    t.add_(1)
+print("ok", t.tolist())
+'''
+
+
+@pytest.mark.torch
+def test_witness_disarms_without_an_optimizer_and_tolerates_inference_mode(tmp_path):
+    (tmp_path / "loop.py").write_text(NO_OPTIMIZER.replace("HOOKS", repr(str(HOOKS_DIR))))
+    out = run_py(["loop.py"], tmp_path, on=False)
+    assert out.returncode == 0 and "ok [2.0, 2.0, 2.0]" in out.stdout, out.stderr[-3000:]
+
+
+PATTERNS = {
+    # foreach optimizer update between a backward(retain_graph=True) and the next backward
+    "foreach_step.py": ("param-update", "step", 7, '''import torch, torch.nn as nn
+torch.manual_seed(0)
+D = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.Adam(D.parameters(), foreach=True)
+out = D(torch.randn(5, 4))
+opt.zero_grad(); out.mean().backward(retain_graph=True)
+opt.step()
+(out ** 2).mean().backward()
+'''),
+    # a half default dtype decided the parameters' dtype
+    "default_dtype.py": ("half-params", "cast", 2, '''import torch, torch.nn as nn
+torch.set_default_dtype(torch.float16)
+model = nn.Linear(4, 2)
+torch.set_default_dtype(torch.float32)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+scaler.scale(model(torch.randn(3, 4, dtype=torch.float16)).float().mean()).backward()
+scaler.step(opt)
+'''),
+    # a parameter built in half precision
+    "half_param.py": ("half-params", "param", 5, '''import torch, torch.nn as nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 2, dtype=torch.float16))
+    def forward(self, x): return x @ self.w
+model = M()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+scaler.scale(model(torch.randn(3, 4, dtype=torch.float16)).float().mean()).backward()
+scaler.step(opt)
+'''),
+}
+
+
+@pytest.mark.torch
+def test_witness_patterns(tmp_path):
+    for name, (_k, _r, _l, src) in PATTERNS.items():
+        (tmp_path / name).write_text(src)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = dict(zip(PATTERNS, pool.map(lambda n: run_py([n], tmp_path), PATTERNS)))
+    for name, (kind, role, line, _src) in PATTERNS.items():
+        proc = runs[name]
+        assert proc.returncode != 0, name
+        (tb,) = [tb for tb in read_tracebacks(io.BytesIO(proc.stderr.encode())) if tb.evidence is not None]
+        top = tb.evidence.sites[0]
+        assert (tb.evidence.kind, top.role, Path(top.path).name, top.line) == (kind, role, name, line), proc.stderr[-2000:]
+
+
+WORKERS = r'''
+import sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Probe(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        w = sys.modules.get("tracefix_witness")
+        t = torch.ones(2)
+        t.mul_(2)                                  # an in-place op in the worker
+        return torch.tensor([float(w is not None and w.armed()), float(torch._C._len_torch_function_stack())])
+
+
+if __name__ == "__main__":
+    assert sys.modules["tracefix_witness"].armed()
+    for method in ("fork", "spawn"):
+        seen = torch.cat(list(DataLoader(Probe(), batch_size=4, num_workers=2, multiprocessing_context=method)))
+        print(method, seen.sum().item())
+    print("main", sys.modules["tracefix_witness"].armed())
+'''
+
+
+@pytest.mark.torch
+def test_dataloader_workers_are_not_watched(tmp_path):
+    (tmp_path / "workers.py").write_text(WORKERS)
+    out = run_py(["workers.py"], tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["fork", "0.0", "spawn", "0.0", "main", "True"]

@@ -239,6 +239,7 @@ class _Recorder:
         self.torch = torch
         self.thread = threading.get_ident()
         self.active = False
+        self.pending = False       # disarm asked for inside the mode's handler: done at the next hook
         self.undo = []
         self.writes = []           # dicts, oldest first (bounded)
         self.creators = {}         # id(tensor) -> (weakref, record)
@@ -262,7 +263,8 @@ class _Recorder:
             self._arm_mode()
         except Exception:
             pass
-        for setup in (self._arm_modules, self._arm_optimizer, self._arm_casts, self._arm_compile):
+        for setup in (self._arm_modules, self._arm_optimizer, self._arm_casts, self._arm_compile,
+                      self._arm_workers):
             try:
                 setup()
             except Exception:  # an API this torch lacks: do less
@@ -271,6 +273,7 @@ class _Recorder:
 
     def disarm(self):
         self.active = False
+        self.pending = False
         undo, self.undo = self.undo, []
         for fn in reversed(undo):
             try:
@@ -281,8 +284,12 @@ class _Recorder:
         self.nonscalar, self.step = None, None
 
     def _patch(self, owner, name, make):
+        import functools
+
         original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
-        setattr(owner, name, make(original))
+        # The wrapper takes the original's name, qualname and module: pickle (a spawned DataLoader
+        # worker's target) and introspection see the same function they would without us.
+        setattr(owner, name, functools.wraps(original)(make(original)))
         self.undo.append(lambda: setattr(owner, name, original))
 
     def _arm_mode(self):
@@ -310,10 +317,16 @@ class _Recorder:
         def pop():
             try:
                 n = torch._C._len_torch_function_stack()
-                if n and torch._C._get_function_stack_at(n - 1) is mode:
-                    mode.__exit__(None, None, None)
+                top = torch._C._get_function_stack_at(n - 1) if n else None
+            except AttributeError:   # an older torch without these: nothing else pushed a mode on ours
+                top = mode
             except Exception:
-                pass
+                top = None
+            if top is mode:          # (another mode on top of ours: ours stays, inactive, a pass-through)
+                try:
+                    mode.__exit__(None, None, None)
+                except Exception:
+                    pass
 
         self.undo.append(pop)
 
@@ -345,11 +358,14 @@ class _Recorder:
         watched = None
         if k or "out" in kwargs:
             watched = []
-            for a in (args[:1] if k else ()) + tuple(v for key, v in kwargs.items() if key == "out"):
-                if isinstance(a, Tensor):
-                    watched.append((a, a._version))
-                elif isinstance(a, (list, tuple)):
-                    watched.extend((t, t._version) for t in a if isinstance(t, Tensor))
+            try:
+                for a in (args[:1] if k else ()) + tuple(v for key, v in kwargs.items() if key == "out"):
+                    if isinstance(a, Tensor):
+                        watched.append((a, a._version))
+                    elif isinstance(a, (list, tuple)):
+                        watched.extend((t, t._version) for t in a if isinstance(t, Tensor))
+            except Exception:      # inference tensors have no version counter: nothing to watch
+                watched = None
         # tracefix witness: the call itself, unchanged
         result = func(*args, **kwargs)
         try:
@@ -383,7 +399,7 @@ class _Recorder:
             "dtype": str(t.dtype).replace("torch.", ""), "v0": v0, "v1": t._version,
             "param": isinstance(t, self.Parameter), "leaf": bool(t.is_leaf),
             "requires_grad": bool(t.requires_grad), "prev": prev, "frames": _user_frames(3),
-            "module": mod, "step": self.step, "backwards": self.backwards,
+            "module": _weak(mod), "step": self.step, "backwards": self.backwards,
             "no_grad": not self.torch.is_grad_enabled(), "tid": id(t),
         })
 
@@ -403,7 +419,7 @@ class _Recorder:
         self.creators[id(result)] = (weakref.ref(result), {
             "op": getattr(func, "__name__", str(func)), "shape": list(result.shape),
             "frames": _user_frames(3, 2), "inputs": inputs, "detail": detail,
-            "module": self.stack[-1] if self.stack else None})
+            "module": _weak(self.stack[-1]) if self.stack else None})
 
     def _backward(self, func, args, kwargs):
         try:
@@ -418,7 +434,10 @@ class _Recorder:
         if getattr(func, "__name__", "") == "backward":
             self.backwards += 1
             if self.backwards >= DISARM_BACKWARDS:
-                self.disarm()
+                # Inside this handler torch has taken the mode off its stack for the call and puts
+                # it back afterwards: disarm at the next forward or step, outside any handler.
+                self.active = False
+                self.pending = True
         return out
 
     def _nonscalar(self, func, args, kwargs):
@@ -438,8 +457,8 @@ class _Recorder:
         while key is not None and key not in seen and len(chain) < 6:
             seen.add(key)
             entry = self.creators.get(key)
-            if entry is None or (len(chain) == 0 and entry[0]() is not cur):
-                break
+            if entry is None or (len(chain) == 0 and entry[0]() is not cur) or entry[0]() is None:
+                break          # (a dead tensor's id may have been reused: stop there)
             rec = entry[1]
             chain.append(rec)
             key = rec["inputs"][0] if rec["inputs"] else None
@@ -504,7 +523,10 @@ class _Recorder:
 
         def pre(module, _inputs):
             if threading.get_ident() == main:
-                rec.stack.append(module)
+                if rec.pending:
+                    rec.disarm()
+                else:
+                    rec.stack.append(module)
             return None
 
         def post(module, _inputs, _output):
@@ -561,7 +583,10 @@ class _Recorder:
 
         def pre(opt, _args, _kwargs):
             if threading.get_ident() == main:
-                rec.step = {"frames": _user_frames(2), "opt": type(opt).__name__}
+                if rec.pending:
+                    rec.disarm()
+                else:
+                    rec.step = {"frames": _user_frames(2), "opt": type(opt).__name__}
             return None
 
         def post(_opt, _args, _kwargs):
@@ -652,6 +677,17 @@ class _Recorder:
             try:
                 if (rec.active and param is not None and param.requires_grad and rec._half(param.dtype)
                         and threading.get_ident() == rec.thread):
+                    if torch.get_default_dtype() == param.dtype:
+                        # built under a half default dtype: that set_default_dtype call decided it
+                        last = [c for c in rec.casts if c["method"] == "set_default_dtype"]
+                        if last:
+                            c = last[-1]
+                            c["count"] += 1
+                            if len(c["params"]) < 8:
+                                c["params"].append("%s.%s" % (type(module).__name__, name))
+                            rec.casts.remove(c)
+                            rec.casts.append(c)
+                            return None
                     frames = _user_frames(2)
                     rec.casts.append({"how": "parameter %r of %s built as %s" % (
                         name, type(module).__name__, str(param.dtype).replace("torch.", "")),
@@ -664,6 +700,24 @@ class _Recorder:
 
         if reg is not None:
             self.undo.append(reg(param_registered).remove)
+
+    def _arm_workers(self):
+        """DataLoader worker processes (forked with the witness armed, or spawned and armed by
+        sitecustomize) load data and never step: the witness leaves them as their loop starts."""
+        import importlib
+
+        worker = importlib.import_module("torch.utils.data._utils.worker")
+
+        def make(original):
+            def _worker_loop(*args, **kwargs):
+                rec = _state["rec"]
+                if rec is not None:
+                    rec.disarm()
+                return original(*args, **kwargs)
+            _worker_loop.__wrapped__ = original
+            return _worker_loop
+
+        self._patch(worker, "_worker_loop", make)
 
     def _arm_compile(self):
         torch = self.torch
@@ -679,6 +733,16 @@ class _Recorder:
             return compile
 
         self._patch(torch, "compile", make)
+
+
+def _weak(obj):
+    """A weak reference (a module holds tensors: the records must not keep it alive)."""
+    import weakref
+
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: None
 
 
 def _short_args(args, kwargs):
@@ -769,7 +833,7 @@ def _explain_inplace(rec, msg, exc_frames):
                 score += 3
             elif w["prev"]:
                 score -= 1
-        elif w["leaf"]:
+        elif w["leaf"] and (w["param"] or w["requires_grad"]):
             score += 1
         if score > 0 and score >= best_score:   # ties: the latest write
             best, best_score = w, score
@@ -777,15 +841,16 @@ def _explain_inplace(rec, msg, exc_frames):
         return None
     w = best
     frames = w["frames"]
-    mod = rec.describe_module(w["module"]) if w["module"] is not None else None
+    mod = rec.describe_module(w["module"]() if w["module"] is not None else None)
     sites = []
     data = {"tensor": {"shape": w["shape"], "dtype": w["dtype"], "version": [w["v0"], w["v1"]],
                        "node": want.get("node") or w["prev"], "param": w["param"], "leaf": w["leaf"]},
             "op": w["op"], "no_grad": w["no_grad"]}
     backward = [_site("backward", exc_frames[0], "the backward that needed the old value")] if exc_frames else []
     shape = "[%s]" % ", ".join(map(str, w["shape"]))
-    if w["leaf"]:
-        # A parameter (or another leaf) changed between the forward that saved it and the backward.
+    if w["leaf"] and (w["param"] or w["requires_grad"]):
+        # A parameter changed between the forward that saved it and the backward.  (A detached
+        # alias or a buffer is a leaf too, but it is written like any activation: below.)
         kind = "param-update"
         step = w["step"]
         pname = _param_name(rec, w)
@@ -869,7 +934,7 @@ def _explain_nonscalar(rec, msg, exc_frames):
             continue
         fr = c["frames"][0]
         detail = "%s -> [%s]%s" % (c["op"], ", ".join(map(str, c["shape"])), (" " + c["detail"]) if c["detail"] else "")
-        mod = rec.describe_module(c["module"]) if c["module"] is not None else None
+        mod = rec.describe_module(c["module"]() if c["module"] is not None else None)
         if where is not None and (fr[0], fr[1]) == (where[0], where[1]) and not sites and len(ns["chain"]) > 1:
             continue     # e.g. scaler.scale(loss) on the backward line: look further back
         if any((s["path"], s["line"]) == (fr[0], fr[1]) for s in sites):
