@@ -1,7 +1,12 @@
 """Shared by fp16-unscale and bf16-unscale: where trainable parameters get a half dtype.
 
 Casts of a model (``.half()``, ``.to(torch.float16)``, ``.bfloat16()``), ``from_pretrained(torch_dtype=...)``,
-``torch.set_default_dtype``, parameters created in half; for bf16 also the GradScaler itself.
+``torch.set_default_dtype``, parameters created in half (``nn.Parameter(...)``, ``register_parameter``,
+layers built with ``dtype=``); for bf16 also the GradScaler itself.  A dtype that is not spelled at
+the cast is traced (:class:`ValueTracer`) to where it is chosen: a config field, dict key or module
+constant that nothing else reads is the fix site (``config-dtype``, the cast ranked after it); one
+that is shared (autocast reads it too) or chosen outside the code (argparse, a lookup table, a data
+file) leaves the cast as the fix site.
 """
 from __future__ import annotations
 
