@@ -60,7 +60,27 @@ def test_bare_message_outside_a_project_searches_nothing_and_is_fast(tmp_path):
         (d,) = json.loads(proc.stdout)["diagnoses"]
         assert d["fix_sites"] == [] and d["patches"] == []
         assert any("pass --root" in n for n in d["notes"]), d["notes"]
-        assert elapsed < 1.0, elapsed
+        assert elapsed < 5.0, elapsed        # a loose bound (a loaded CI machine); the speed is the next test's
+
+
+def test_bare_message_outside_a_project_never_walks_the_folder(tmp_path, monkeypatch):
+    """What makes it fast (and safe in $HOME): no index of the folder is built at all."""
+    import io
+
+    import tracefix.locator.base as base
+    from tracefix.knowledge import load_entries
+    from tracefix.pipeline import diagnose
+
+    (tmp_path / "train.py").write_text("model.half()\n")
+
+    def no_walk(*_a, **_k):
+        raise AssertionError("the folder was indexed")
+
+    monkeypatch.setattr(base, "FileIndex", no_walk)
+    msg = io.BytesIO(b"ValueError: Attempting to unscale FP16 gradients.\n")
+    (d,) = diagnose(msg, load_entries(), tmp_path, patches=True).diagnoses
+    assert d.fix_sites == () and d.patches == ()
+    assert any("pass --root" in n for n in d.notes)
 
 
 def test_bare_message_in_a_project_gives_candidates_that_apply_only_with_pick(tmp_path):

@@ -27,7 +27,10 @@ class Tracer:
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx
-        self.project = ctx.project
+
+    @property
+    def project(self):
+        return self.ctx.project          # built on first use (see LocateContext.index)
 
     def assignments(self, sf: SourceFile, scope: ast.AST, name: str) -> List[ast.stmt]:
         key = ("assign", id(scope))
