@@ -1,13 +1,20 @@
 """Fix sites -> ranked patches (first = recommended)."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from pathlib import Path
 from typing import List, Tuple
 
-from tracefix.patcher import fix_dtype, fix_inplace, fix_nonscalar  # noqa: F401  (register the fixers)
+import tracefix.patcher as _package
 from tracefix.patcher.context import FIXERS, Context, Option
 from tracefix.patcher.text import restore, unified_diff
 from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Patch
+
+# Every fix_*.py module registers its fix-site kinds with @fixer: adding one needs no edit here.
+for _mod in pkgutil.iter_modules(_package.__path__):
+    if _mod.name.startswith("fix_"):
+        importlib.import_module(f"tracefix.patcher.{_mod.name}")
 
 
 def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
