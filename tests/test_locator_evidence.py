@@ -44,7 +44,7 @@ def test_witnessed_write_wins_over_an_equally_plausible_one(tmp_path):
                   sites=(site(tmp_path, "write", "net.py", "g.add_"),))
     out = located(tmp_path, "inplace", frames, msg, ev, fields)
     assert (out.fix_sites[0].path, out.fix_sites[0].line, out.fix_sites[0].kind) == ("net.py", 7, "inplace-method")
-    assert out.fix_sites[0].reason.startswith("The witness saw this line at work.")
+    assert out.fix_sites[0].reason.startswith("Confirmed by the witness.")
     assert out.fix_sites[1].score < 0.5          # the other write is contradicted
 
 
@@ -62,7 +62,7 @@ def test_evidence_line_becomes_a_fix_site_when_the_source_alone_finds_nothing(tm
     out = located(tmp_path, "inplace", frames, INPLACE.format(node="SigmoidBackward0"), ev, (("node", "Sigmoid"),))
     top = out.fix_sites[0]
     assert (top.path, top.line, top.kind) == ("blocks.py", 4, "inplace-kwarg")
-    assert "The witness saw it" in top.reason
+    assert "Seen by the witness" in top.reason
 
 
 def test_a_derived_site_keeps_its_place_above_the_witnessed_cast(tmp_path):
@@ -127,4 +127,4 @@ def test_a_witnessed_write_inside_a_block_confirms_the_block(tmp_path):
                   sites=(site(tmp_path, "write", "train.py", "p.clamp_"),))
     out = located(tmp_path, "inplace", frames, LEAF, ev)
     assert (out.fix_sites[0].path, out.fix_sites[0].line) == ("train.py", 4)
-    assert out.fix_sites[0].reason.startswith("The witness saw this line at work.")
+    assert out.fix_sites[0].reason.startswith("Confirmed by the witness.")

@@ -60,7 +60,7 @@ def apply_evidence(ctx) -> None:
             if s in witnessed or (not spoken_to(s) and s.score >= floor):
                 # the family's own order stands among what the witness confirms
                 new = CONFIRMED + (s.score - 1.0) * 0.02
-                ctx.sites[i] = _with(s, new, "The witness saw this line at work. " if s in witnessed else "")
+                ctx.sites[i] = _with(s, new, "Confirmed by the witness. " if s in witnessed else "")
             elif spoken_to(s):
                 ctx.sites[i] = _with(s, s.score * DEMOTE, "")
         return
@@ -119,7 +119,7 @@ def _site_from_line(ctx, sf: SourceFile, line: int, ev: Evidence, score: float) 
     stmt = sf.stmt_at(line)
     if stmt is None:
         return
-    why = f"The witness saw it: {ev.summary}"
+    why = f"Seen by the witness: {ev.summary}"
     nodes = [n for n in ast.walk(stmt) if getattr(n, "lineno", None) == line] or list(ast.walk(stmt))
     if ev.kind in ("inplace-write", "param-update"):
         for n in nodes:
