@@ -12,7 +12,7 @@ import importlib
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, is_library_path,
                              is_notebook_path)
@@ -264,6 +264,19 @@ class LocateContext:
             self._note_once(f"Only the first {MAX_SEARCH_FILES} of {len(files)} matching files were searched.")
             files = files[:MAX_SEARCH_FILES]
         return files
+
+    def sources(self, rels: Iterable[str]) -> Iterator[Tuple[str, SourceFile]]:
+        """(rel, parsed file) for each of rels, once each, until the search's time budget runs out."""
+        seen: Set[str] = set()
+        for rel in rels:
+            if rel in seen:
+                continue
+            seen.add(rel)
+            if self.over_budget():
+                return
+            sf = self.project.source(rel)
+            if sf is not None:
+                yield rel, sf
 
     def _note_once(self, note: str) -> None:
         if note not in self.notes:

@@ -76,12 +76,7 @@ class HalfParams(ValueTracer):
         # The crash's own files are read whole: a dtype that arrives through a config object
         # (getattr(torch, cfg["precision"])) is not spelled where the cast is.
         files = list(closure) + [r for r in self.ctx.project_files(needles) if r not in closure]
-        for rel in files:
-            if self.ctx.over_budget():
-                break
-            sf = self.project.source(rel)
-            if sf is None:
-                continue
+        for rel, sf in self.ctx.sources(files):
             near = not closure or rel in closure
             penalty = 0.0 if near else 0.3
             for node in ast.walk(sf.tree):

@@ -57,16 +57,7 @@ class _Inplace(Tracer):
         if self.ctx.anomaly_mapped and self._inplace_from_anomaly(fam):
             return
         files = self.ctx.search_files()
-        seen: Set[str] = set()
-        for rel in files:
-            if rel in seen:
-                continue
-            seen.add(rel)
-            if self.ctx.over_budget():
-                break
-            sf = self.project.source(rel)
-            if sf is None:
-                continue
+        for rel, sf in self.ctx.sources(files):
             for scope in sf.scopes():
                 self._scan_inplace(sf, scope, fam)
             self._sequential_chains(sf, fam)
@@ -828,12 +819,7 @@ class _Inplace(Tracer):
     def _leaf_buffer_writes(self) -> None:
         """Without ``output k of`` the tensor has no grad_fn: besides parameters, a buffer or constant
         tensor (``register_buffer``, ``self.x = torch.empty(...)``) written in place in a forward pass."""
-        for rel in self.ctx.search_files():
-            if self.ctx.over_budget():
-                break
-            sf = self.project.source(rel)
-            if sf is None or sf.tree is None:
-                continue
+        for rel, sf in self.ctx.sources(self.ctx.search_files()):
             for cls in (n for n in ast.walk(sf.tree) if isinstance(n, ast.ClassDef)):
                 buffers = _buffer_attrs(cls)
                 if not buffers:
@@ -863,12 +849,7 @@ class _Inplace(Tracer):
             st = sf.stmt_at(m.line) if sf is not None else None
             if st is not None:
                 crash_scopes.add((m.rel_path, id(sf.scope_of(st))))
-        for rel in files:
-            if self.ctx.over_budget():
-                break
-            sf = self.project.source(rel)
-            if sf is None:
-                continue
+        for rel, sf in self.ctx.sources(files):
             for scope in sf.scopes():
                 bonus = 0.05 if (rel, id(scope)) in crash_scopes else 0.0
                 calls = [n for n in sf.own(scope) if isinstance(n, ast.Call)]

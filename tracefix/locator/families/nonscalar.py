@@ -317,12 +317,7 @@ class _Nonscalar(Tracer):
             self.ctx.notes.append(f"The crash happened inside a library, called from {m.rel_path}:{m.line}; the "
                                   f"project's training_step/compute_loss functions were searched.")
         found: List[Tuple[float, SourceFile, ast.Return, Optional[Tuple[SourceFile, ast.keyword]]]] = []
-        for rel in self.ctx.project_files(needles):
-            if self.ctx.over_budget():
-                break
-            sf = self.project.source(rel)
-            if sf is None:
-                continue
+        for _rel, sf in self.ctx.sources(self.ctx.project_files(needles)):
             for fn in sf.functions():
                 if fn.name not in LOSS_FN_NAMES:
                     continue
