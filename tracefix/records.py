@@ -115,10 +115,10 @@ class Site:
 class FixSite(Site):
     """A line that must change, with why.  ``kind`` names the fix strategy the patcher uses.
 
-    Kinds: backward-receiver, autograd-grad, criterion-reduction, per-sample-return,
-    inplace-augassign, inplace-method, inplace-kwarg, inplace-subscript, inplace-out,
-    optimizer-step-between, model-cast, torch-dtype-fp16, default-dtype, param-dtype,
-    grad-scaler.
+    Kinds: backward-receiver, loss-assignment, autograd-grad, criterion-reduction,
+    per-sample-return, inplace-augassign, inplace-method, inplace-kwarg, inplace-subscript,
+    inplace-out, optimizer-step-between, param-update-before-backward, param-step-before-backward,
+    model-cast, torch-dtype-fp16, default-dtype, param-dtype, config-dtype, grad-scaler.
     """
 
     reason: str = ""
