@@ -176,10 +176,11 @@ class LocateContext:
                     missing.append(fr.path)
                 continue
             others = [c for j, c in enumerate(cands) if j != i and c]
-            keyed = sorted(cs, key=lambda c: (-c.depth, not c.whole, -_agreement(c, others)))
+            # each candidate's rank once: suffix depth, whole path, agreement with the other frames
+            tiers = {id(c): (c.depth, c.whole, _agreement(c, others)) for c in cs}
+            keyed = sorted(cs, key=lambda c: (-tiers[id(c)][0], not tiers[id(c)][1], -tiers[id(c)][2]))
             best = keyed[0]
-            tier = (best.depth, best.whole, _agreement(best, others))
-            ties = tuple(c.rel_path for c in keyed[1:] if (c.depth, c.whole, _agreement(c, others)) == tier)
+            ties = tuple(c.rel_path for c in keyed[1:] if tiers[id(c)] == tiers[id(best)])
             if ties and not fr.code:
                 if report:
                     self.notes.append(f"{fr.path} (from the log) matches several files "
