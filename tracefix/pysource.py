@@ -6,6 +6,7 @@ broken file yields a :class:`SourceFile` without a tree and with ``error`` set.
 from __future__ import annotations
 
 import ast
+import bisect
 import stat
 import tokenize
 from pathlib import Path
@@ -96,6 +97,40 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
     return None
 
 
+# The module-level statement spans of the last files parsed, by text: the patcher asks for them
+# again (which lines a fix needs) and need not parse the file a second time.
+_SPANS: Dict[str, Tuple[Tuple[int, int, bool], ...]] = {}
+_SPANS_KEPT = 8
+
+
+def _spans_of(tree: ast.Module) -> Tuple[Tuple[int, int, bool], ...]:
+    out = []
+    for st in tree.body:
+        first = min([st.lineno, *(d.lineno for d in getattr(st, "decorator_list", ()))])
+        out.append((first, st.end_lineno or st.lineno, isinstance(st, (*FUNC_TYPES, ast.ClassDef))))
+    return tuple(out)
+
+
+def remember_spans(text: str, tree: ast.Module) -> None:
+    if len(_SPANS) >= _SPANS_KEPT:
+        _SPANS.pop(next(iter(_SPANS)))
+    _SPANS[text] = _spans_of(tree)
+
+
+def module_spans(text: str) -> Optional[Tuple[Tuple[int, int, bool], ...]]:
+    """(first line, last line, is a def or class) of each module-level statement of ``text``
+    (decorators included); None when it does not parse."""
+    got = _SPANS.get(text)
+    if got is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return None
+        remember_spans(text, tree)
+        got = _SPANS[text]
+    return got
+
+
 class SourceFile:
     """One parsed file: text, lines, tree (None when it cannot be parsed) and lookup helpers."""
 
@@ -105,6 +140,8 @@ class SourceFile:
         self.error: Optional[str] = None
         self.tree: Optional[ast.Module] = None
         self._parents: Optional[Dict[int, ast.AST]] = None
+        self._top_parents: Dict[int, Dict[int, ast.AST]] = {}
+        self._top_spans: Optional[Tuple[List[int], List[int]]] = None
         self._funcs: Optional[List[ast.AST]] = None
         self._imports: Optional[Dict[str, Tuple[str, Optional[str], int]]] = None
         self._own: Dict[int, List[ast.AST]] = {}
@@ -117,6 +154,7 @@ class SourceFile:
             return
         try:
             self.tree = ast.parse(text, filename=rel)
+            remember_spans(self.text, self.tree)
         except SyntaxError as exc:
             self.error = f"has a syntax error at line {exc.lineno}"
         except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
@@ -125,6 +163,7 @@ class SourceFile:
     # --- structure ------------------------------------------------------------------------
     @property
     def parents(self) -> Dict[int, ast.AST]:
+        """id(node) -> parent for the whole tree (one walk of every node; see :meth:`parent`)."""
         if self._parents is None:
             self._parents = {}
             if self.tree is not None:
@@ -133,7 +172,37 @@ class SourceFile:
                         self._parents[id(child)] = node
         return self._parents
 
+    def _tops(self) -> Tuple[List[int], List[int]]:
+        """First and last line of each module-level statement (decorators included), in order."""
+        if self._top_spans is None:
+            spans = _spans_of(self.tree) if self.tree is not None else ()
+            self._top_spans = ([first for first, _, _ in spans], [last for _, last, _ in spans])
+        return self._top_spans
+
+    def top_index(self, line: int) -> Optional[int]:
+        """Index in the module body of the statement whose lines hold ``line`` (None: none)."""
+        starts, ends = self._tops()
+        i = bisect.bisect_right(starts, line) - 1
+        return i if i >= 0 and line <= ends[i] else None
+
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        if self._parents is not None or self.tree is None:
+            return self.parents.get(id(node))
+        # A big file walks only the module-level statement that holds the node (by its line);
+        # nodes without a line, or not found there, fall back to the whole tree.
+        line = getattr(node, "lineno", None)
+        i = self.top_index(line) if isinstance(line, int) else None
+        if i is not None:
+            table = self._top_parents.get(i)
+            if table is None:
+                top = self.tree.body[i]
+                table = self._top_parents[i] = {id(top): self.tree}
+                for n in ast.walk(top):
+                    for child in ast.iter_child_nodes(n):
+                        table[id(child)] = n
+            got = table.get(id(node))
+            if got is not None:
+                return got
         return self.parents.get(id(node))
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
@@ -169,6 +238,23 @@ class SourceFile:
         if key not in self._own:
             self._own[key] = list(own_nodes(scope))
         return self._own[key]
+
+    def segment(self, node: ast.AST) -> Optional[str]:
+        """``ast.get_source_segment`` from the lines already split (that splits the whole text)."""
+        try:
+            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if "\r" in self.text or first is None or last is None or end is None:
+            return ast.get_source_segment(self.text, node)
+        lines = [ln.encode("utf-8") for ln in self.lines[first - 1:last]]
+        if len(lines) != last - first + 1:
+            return None
+        if first == last:
+            return lines[0][start:end].decode("utf-8", "replace")
+        lines[0], lines[-1] = lines[0][start:], lines[-1][:end]
+        return b"\n".join(lines).decode("utf-8", "replace")
 
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 1 <= line <= len(self.lines) else ""
@@ -217,7 +303,11 @@ class SourceFile:
         self._imports = out
         if self.tree is None:
             return out
-        for node in ast.walk(self.tree):
+        starts, ends = self._tops()
+        # Only module-level statements whose lines say "import" can hold an import statement.
+        holders = [st for st, a, b in zip(self.tree.body, starts, ends)
+                   if "\r" in self.text or any("import" in ln for ln in self.lines[a - 1:b])]
+        for node in (n for st in holders for n in ast.walk(st)):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:

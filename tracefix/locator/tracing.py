@@ -337,7 +337,7 @@ def indent(text: str) -> int:
 
 def src(sf: SourceFile, node: ast.AST) -> str:
     try:
-        seg = ast.get_source_segment(sf.text, node)
+        seg = sf.segment(node)
     except Exception:
         seg = None
     if seg:

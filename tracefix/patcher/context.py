@@ -30,6 +30,7 @@ class Context:
         self._decoded: Dict[str, Optional[Decoded]] = {}
         self._text: Dict[str, Optional[str]] = {}
         self._sources: Dict[Tuple[str, str], Optional[Source]] = {}
+        self.in_part = True     # until a fixer needs a file whole (see cstedit.NeedWhole)
 
     def decoded(self, rel: str) -> Optional[Decoded]:
         if rel not in self._decoded:
@@ -47,14 +48,26 @@ class Context:
         return self._text[rel]
 
     def source(self, rel: str, text: Optional[str] = None) -> Optional[Source]:
-        """``rel`` (or ``text`` standing for it) parsed; parsed once per text, then shared by the fixers."""
+        """``rel`` (or ``text`` standing for it) parsed; parsed once per text, then shared by the fixers.
+
+        A long file's own text is parsed in part, around the lines the diagnosis names in it (fix
+        sites, crash site), until a fixer needs a file whole (:meth:`needs_whole`)."""
+        keep = None
+        if text is None and self.in_part:
+            sites = [*self.diag.fix_sites, *([self.diag.crash_site] if self.diag.crash_site else [])]
+            keep = [s.line for s in sites if s.path == rel] or None
         text = self.text(rel) if text is None else text
         if text is None:
             return None
         key = (rel, text)
         if key not in self._sources:
-            self._sources[key] = Source.parse(str(text))
+            self._sources[key] = Source.parse(str(text), keep)
         return self._sources[key]
+
+    def needs_whole(self) -> None:
+        """Parse every file whole from now on (a fixer asked a partly parsed one about the rest)."""
+        self.in_part = False
+        self._sources = {key: src for key, src in self._sources.items() if src is None or not src.partial}
 
 
 Fixer = Callable[[Context, FixSite], List[Option]]

@@ -3,13 +3,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import (AbstractSet, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple,
+                    Type, Union)
 
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
+from tracefix.pysource import module_spans
+
 NodeTest = Callable[[cst.CSTNode], bool]
+
+# A file this long (lines) whose functions and classes away from the lines a fix needs span at
+# least this many lines is parsed without them (see Source): libcst parses ~10k lines a second.
+PARTIAL_MIN_LINES = 400
+
+
+class NeedWhole(BaseException):
+    """A question about a file parsed in part that only the whole file answers: parse it whole and
+    ask again.  A BaseException, so that no fixer's ``except Exception`` turns it into an answer."""
 
 
 class Source:
@@ -20,17 +32,30 @@ class Source:
     for the top-level statements that a question needs (all of them when asked for everything).
     Edits rebuild only the path from the edited node up to the module and reuse the code of the
     top-level statements they leave alone.
+
+    Parsed with ``keep`` (the lines a fix is about), a long file is parsed in part: every module-level
+    function and class holding none of those lines is read as a string literal spanning its lines,
+    so every line keeps its number.  Questions answered from the kept statements alone work as usual; a question about the
+    whole module (every node of a kind, a blanked line, a module-level statement's parent block)
+    raises :class:`NeedWhole`, and edits are spliced back into the whole text.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, keep: Optional[Iterable[int]] = None) -> None:
         self.text = text
-        self.module = cst.parse_module(text)
+        self.elided: FrozenSet[int] = frozenset()
+        parsed = text
+        if keep is not None:
+            partial = _elide(text, set(keep))
+            if partial is not None:
+                parsed, self.elided = partial
+        self.parsed = parsed
+        self.module = cst.parse_module(parsed)
         self._meta: Optional[_Metadata] = None
 
     @property
     def meta(self) -> "_Metadata":
         if self._meta is None:
-            self._meta = _Metadata(self.module, lazy="\r" not in self.text)
+            self._meta = _Metadata(self.module, lazy="\r" not in self.text, partial=bool(self.elided))
         return self._meta
 
     @property
@@ -42,11 +67,15 @@ class Source:
         return self.meta.parents
 
     @classmethod
-    def parse(cls, text: str) -> Optional["Source"]:
+    def parse(cls, text: str, keep: Optional[Iterable[int]] = None) -> Optional["Source"]:
         try:
-            return cls(text)
+            return cls(text, keep)
         except (cst.ParserSyntaxError, RecursionError, ValueError):
             return None
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.elided)
 
     # -- finding ------------------------------------------------------------------------------
     def find(self, line: int, col: int, types: Union[Type[cst.CSTNode], Tuple[type, ...]],
@@ -67,6 +96,8 @@ class Source:
         return min(found, key=rank)
 
     def all_on_line(self, line: int, types, test: Optional[NodeTest] = None) -> List[cst.CSTNode]:
+        if line in self.elided:
+            raise NeedWhole(line)
         return [n for n, r in self.meta.items_near(line)
                 if isinstance(n, types) and r.start.line <= line <= r.end.line and (test is None or test(n))]
 
@@ -83,7 +114,10 @@ class Source:
         return self.positions[node].start.line
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        return self.parents.get(node)
+        got = self.parents.get(node)
+        if got is self.module and self.elided:  # its body lacks the blanked statements
+            raise NeedWhole(node)
+        return got
 
     def ancestors(self, node: cst.CSTNode):
         p = self.parents.get(node)
@@ -112,8 +146,26 @@ class Source:
         """New module text with ``node`` replaced by ``make(updated_node)``."""
         new = self._replace_tree(node, make)
         if new is None:  # not reachable by parent links (or make removed/flattened the node)
-            return _Code(self.module.visit(_Rewriter({id(node): make})).code, None)
-        return _Code(self._code(new), new)
+            new = self.module.visit(_Rewriter({id(node): make}))
+            return _Code(self._splice(new.code), new if self.elided else None)
+        return _Code(self._splice(self._code(new)), new)
+
+    def _splice(self, code: str) -> str:
+        """``code`` (the parsed text, edited) as an edit of the whole text: the one run of lines
+        that differs must hold no blanked line."""
+        if not self.elided:
+            return code
+        old, new = self.parsed.split("\n"), code.split("\n")
+        a = 0
+        while a < len(old) and a < len(new) and old[a] == new[a]:
+            a += 1
+        b = 0
+        while b < len(old) - a and b < len(new) - a and old[-1 - b] == new[-1 - b]:
+            b += 1
+        if any(line in self.elided for line in range(a + 1, len(old) - b + 1)):
+            raise NeedWhole(a + 1)
+        whole = self.text.split("\n")
+        return "\n".join(whole[:a] + new[a:len(new) - b] + whole[len(whole) - b:])
 
     def _replace_tree(self, node: cst.CSTNode, make: Callable[[cst.CSTNode], object]) -> Optional[cst.Module]:
         """The module with ``node`` replaced, rebuilding only its ancestors (None: use the visitor)."""
@@ -153,6 +205,8 @@ class Source:
         block = self.parents.get(stmt)
         if not isinstance(block, (cst.Module, cst.IndentedBlock)):
             return None
+        if block is self.module and self.elided:
+            raise NeedWhole(stmt)
         index = next(i for i, s in enumerate(block.body) if s is stmt)
 
         def rebuild(updated: cst.CSTNode) -> cst.CSTNode:
@@ -162,6 +216,25 @@ class Source:
             return updated.with_changes(**changes)
 
         return self.replace(block, rebuild)
+
+
+def _elide(text: str, keep: AbstractSet[int]) -> Optional[Tuple[str, FrozenSet[int]]]:
+    """``text`` with each module-level def and class that holds no line of ``keep`` replaced by a
+    string literal over the same lines (one token to parse and print; every line keeps its
+    number), and the numbers of those lines; None when that would not save much."""
+    if text.count("\n") < PARTIAL_MIN_LINES or "\r" in text or "\f" in text:
+        return None
+    tops = module_spans(text)
+    spans = [(first, last) for first, last, is_def in tops or () if is_def and last > first
+             and not any(first <= k <= last for k in keep)]
+    if sum(last - first + 1 for first, last in spans) < PARTIAL_MIN_LINES // 2:
+        return None
+    lines = text.split("\n")
+    blank = set()
+    for first, last in spans:
+        lines[first - 1:last] = ['"""', *[""] * (last - first - 1), '"""']
+        blank.update(range(first, last + 1))
+    return "\n".join(lines), frozenset(blank)
 
 
 class _Rewriter(cst.CSTTransformer):
@@ -262,8 +335,9 @@ class _Metadata:
     needs the one or two statements whose lines include it.  The answers are those of a pass over
     the whole module; iterating the positions computes every statement first, in file order."""
 
-    def __init__(self, module: cst.Module, lazy: bool = True) -> None:
+    def __init__(self, module: cst.Module, lazy: bool = True, partial: bool = False) -> None:
         self.module = module
+        self.partial = partial  # every node means the whole file's: complete() cannot answer
         self.known: Dict[cst.CSTNode, CodeRange] = {}
         self.par: Dict[cst.CSTNode, cst.CSTNode] = {}
         self.chunks: Dict[int, Tuple[cst.CSTNode, str]] = {}
@@ -309,6 +383,8 @@ class _Metadata:
         return got
 
     def complete(self) -> None:
+        if self.partial:
+            raise NeedWhole(self.module)
         if not self.full:
             for i in range(len(self.kids)):
                 self.chunk(i)

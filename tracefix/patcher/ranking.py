@@ -8,7 +8,8 @@ from typing import List, Tuple
 
 import tracefix.patcher as _package
 from tracefix.patcher.context import FIXERS, Context, Option
-from tracefix.patcher.text import restore, unified_diff
+from tracefix.patcher.cstedit import NeedWhole
+from tracefix.patcher.text import compiles, restore, unified_diff
 from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Patch
 
 # Every fix_*.py module registers its fix-site kinds with @fixer: adding one needs no edit here.
@@ -28,7 +29,11 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
         if fix is None:
             continue
         try:
-            options = fix(ctx, site)
+            try:
+                options = fix(ctx, site)
+            except NeedWhole:  # it asked a partly parsed file about the rest: ask again, whole
+                ctx.needs_whole()
+                options = fix(ctx, site)
         except Exception:  # a fixer bug must not take the diagnosis down; the site just gets no patch
             continue
         for option in options:
@@ -55,9 +60,7 @@ def _to_patch(ctx: Context, option: Option):
         new = restore(decoded.text, fixed)
         if new == decoded.text:
             continue
-        try:
-            compile(new, rel, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
+        if not compiles(ctx.text(rel) or "", str(fixed), rel):
             return None
         files.append((rel, decoded.text, new))
     if not files:

@@ -11,9 +11,10 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from tracefix.patcher.errors import PatchError
+from tracefix.pysource import module_spans
 
 BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(r"(\r\n|\r|\n)")
@@ -63,6 +64,12 @@ def encode(text: str, encoding: str, bom: bool, name: str) -> bytes:
 
 def split_lines(text: str) -> List[Tuple[str, str]]:
     """(content, ending) pairs; only \\r\\n, \\r and \\n end a line (as in Python source)."""
+    if "\r" not in text:
+        parts = text.split("\n")
+        lines = [(part, "\n") for part in parts[:-1]]
+        if parts[-1]:
+            lines.append((parts[-1], ""))
+        return lines
     parts = _NEWLINE.split(text)
     lines = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
     if parts[-1]:
@@ -111,6 +118,16 @@ def restore(original: str, fixed_normalized: str) -> str:
     return "".join(out)
 
 
+def _shift_hunk(header: str, by: int) -> str:
+    m = _HUNK.match(header)
+    if not m:
+        return header
+    old, new = int(m.group(1)), int(m.group(3))
+    # difflib writes "-0,0" for an empty side: it then means "before line 0", so it moves as well
+    return (f"@@ -{old + by}{m.group(2) or ''} +{new + by}{m.group(4) or ''} @@"
+            + header[m.end():])
+
+
 def line_at(text: str, line: int) -> str:
     lines = split_lines(text)
     return lines[line - 1][0] if 1 <= line <= len(lines) else ""
@@ -125,13 +142,67 @@ def first_difference(a: str, b: str) -> int:
     return min(len(la), len(lb)) + 1
 
 
+TRIM_DIFF_ABOVE = 400   # lines
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
 def unified_diff(rel: str, before: str, after: str) -> str:
     a = [c + e for c, e in split_lines(before)]
     b = [c + e for c, e in split_lines(after)]
+    # difflib sees only the lines between the common head and tail (and three of context), whose
+    # hunks then move down by the lines cut from the head: the same diff, for a long file in far less time
+    # (difflib may then place an inserted copy of a neighbouring line elsewhere: as valid a diff)
+    head = tail = cut = 0
+    if len(a) > TRIM_DIFF_ABOVE:
+        while head < len(a) and head < len(b) and a[head] == b[head]:
+            head += 1
+        while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
+            tail += 1
+        cut = max(0, head - 3)
+        a, b = a[cut:len(a) - max(0, tail - 3)], b[cut:len(b) - max(0, tail - 3)]
     out = []
     for line in difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", lineterm="\n"):
+        if cut and line.startswith("@@"):
+            line = _shift_hunk(line, cut)
         if line.endswith(("\n", "\r")):
             out.append(line)
         else:
             out.append(line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+# Below this size compiling the whole text is as cheap as finding the statements an edit touched.
+COMPILE_WHOLE_BELOW = 20_000
+
+
+def compiles(old: str, new: str, name: str) -> bool:
+    """Does ``new``, an edit of ``old`` ("\\n" endings, a module that compiles), compile?
+
+    Only the module-level statements holding the lines that differ, and one on each side, are
+    compiled: the others are ``old``'s, and compiling one module-level statement does not depend
+    on the rest, except for ``from __future__`` imports (a text naming ``__future__`` is compiled
+    whole)."""
+    spans = None if len(new) < COMPILE_WHOLE_BELOW or "__future__" in new else module_spans(old)
+    if spans:
+        o, n = old.split("\n"), new.split("\n")
+        a = 0
+        while a < len(o) and a < len(n) and o[a] == n[a]:
+            a += 1
+        b = 0
+        while b < len(o) - a and b < len(n) - a and o[-1 - b] == n[-1 - b]:
+            b += 1
+        first, last = a + 1, max(a + 1, len(o) - b)  # old lines (1-based) that the edit replaced
+        starts = [span[0] for span in spans]
+        # from the statement before the first one touched: an indented new line may continue it
+        before = [x for x in starts if x <= first][-2:]
+        s = before[0] if len(before) == 2 else None
+        if s is not None:
+            # ... to the one after the first one left alone: a new line may decorate it
+            after = [x for x in starts if x > last][1:2]
+            e = after[0] if after else len(o) + 1
+            new = "\n" * (s - 1) + "\n".join(n[s - 1:e - 1 + len(n) - len(o)]) + "\n"
+    try:
+        compile(new, name, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
