@@ -129,7 +129,11 @@ def test_run_apply_on_an_unknown_error_is_not_patched(tmp_path):
 
 @pytest.mark.parametrize("argv", [["--bogus"], ["--format", "yaml", "x.log"], ["explain"],
                                   ["--pick", "1", "x.log"], ["--apply", "--pick", "0", "x.log"],
-                                  ["run", "--pick", "2", "--", "true"], ["undo", "--nope"]])
+                                  ["run", "--pick", "2", "--", "true"], ["undo", "--nope"],
+                                  # a second new user's round: conflicts and misplaced options
+                                  ["--apply", "--no-patch", "x.log"], ["--pick", "x", "--apply", "x.log"],
+                                  ["--root", "x.log", "x.log"], ["run", "--bogus", "--", "true"],
+                                  ["run", "--bogus"], ["run", "--verify", "--", "true"]])
 def test_usage_errors_are_one_line_on_stderr(argv, tmp_path):
     shutil.copy(SAMPLES["nonscalar-weighted-mse"].log, tmp_path / "x.log")   # a log that diagnoses
     proc = tracefix(*argv, cwd=tmp_path)
@@ -257,3 +261,103 @@ def test_no_repository_file_points_outside_it():
                 bad.append(f"{path.relative_to(REPO)}:{n}: {line.strip()[:80]}")
     assert not bad, bad
     assert (REPO / "docs" / "message-formats.md").is_file()
+
+
+# --- a second new user's round -------------------------------------------------------------------
+def test_undo_force_restores_over_a_later_edit(tmp_path):
+    sample = SAMPLES["nonscalar-weighted-mse"]
+    root = copy_sample(sample, tmp_path)
+    before = snapshot(root)
+    assert tracefix("--apply", "--root", root, "--format", "plain", stdin=sample.log.read_bytes()).returncode == 0
+    patched = next(p for p in root.glob("*.py") if p.read_bytes() != before[p.name])
+    with open(patched, "ab") as f:
+        f.write(b"# my later edit\n")
+    refused = tracefix("undo", "--root", root)
+    assert refused.returncode == 3 and b"--force" in refused.stderr
+    forced = tracefix("undo", "--force", "--root", root)
+    assert forced.returncode == 0, forced.stderr
+    assert snapshot(root) == before
+
+
+ONE_STEP = """import torch
+import torch.nn as nn
+model = nn.Linear(4, 1)
+crit = nn.MSELoss(reduction="none")
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range({steps}):
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    loss = crit(model(x), y)
+    loss.backward()
+    opt.step()
+    print("step", step, "loss", float(loss.mean()))
+    {after}
+"""
+
+
+@pytest.mark.torch
+def test_a_new_error_after_the_patch_is_shown_before_the_final_exit_code_line(tmp_path):
+    (tmp_path / "train.py").write_text(ONE_STEP.format(steps=3, after="assert step < 0, 'boom after a step'"))
+    before = snapshot(tmp_path)
+    proc = tracefix("run", "--apply", "--verify", "--format", "plain", "--", sys.executable, "train.py",
+                    cwd=tmp_path)
+    out = proc.stdout.decode().rstrip().splitlines()
+    assert proc.returncode == 3
+    assert out[-1] == "exit code: 3"
+    assert "different error: AssertionError: boom after a step" in out[-2]
+    assert "no known PyTorch error" not in proc.stdout.decode()
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.torch
+def test_verify_says_when_the_command_ended_before_the_steps_it_asked_for(tmp_path):
+    (tmp_path / "train.py").write_text(ONE_STEP.format(steps=1, after="pass"))
+    proc = tracefix("run", "--apply", "--verify", "--format", "plain", "--", sys.executable, "train.py",
+                    cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert b"verification: verified" in proc.stdout
+    assert b"before 2 optimizer steps" in proc.stderr
+
+
+def test_run_names_the_signal_that_stopped_the_command(tmp_path):
+    proc = tracefix("run", "--format", "plain", "--", sys.executable, "-c",
+                    "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", cwd=tmp_path)
+    assert proc.returncode == 143
+    assert b"stopped by SIGTERM (exit code 143)" in proc.stderr
+
+
+def test_run_without_a_traceback_speaks_of_the_commands_output(tmp_path):
+    proc = tracefix("run", "--format", "plain", "--", sys.executable, "-c", "import sys; sys.exit(5)",
+                    cwd=tmp_path)
+    assert proc.returncode == 5
+    assert b"no known PyTorch error found in the command's output" in proc.stdout
+
+
+def test_a_log_from_an_edited_copy_says_which_file_may_be_meant(tmp_path):
+    sample = SAMPLES["nonscalar-weighted-mse"]
+    root = copy_sample(sample, tmp_path)
+    train = root / "train.py"
+    train.write_text("# a\n# b\n" + train.read_text())          # every line moved down
+    proc = tracefix("--format", "plain", "--root", root, stdin=sample.log.read_bytes())
+    out = " ".join(proc.stdout.decode().split())
+    assert "train.py under" in out and "may be the log's train.py" in out and "edited since" in out
+    assert "fix site: none" in out
+
+
+def test_a_bare_message_in_a_project_finds_the_criterion_as_a_candidate(tmp_path):
+    sample = SAMPLES["nonscalar-token-ce-none"]
+    root = copy_sample(sample, tmp_path)
+    (root / "pyproject.toml").write_text("[project]\nname = 'tagger'\n")
+    msg = b"RuntimeError: grad can be implicitly created only for scalar outputs\n"
+    out = json.loads(tracefix("--format", "json", "--root", root, stdin=msg).stdout)
+    (d,) = out["diagnoses"]
+    first = d["fix_sites"][0]
+    assert (first["path"], first["code"]) == ("losses.py", 'self.crit = nn.CrossEntropyLoss(reduction="none", label_smoothing=smoothing)')
+    assert first["searched"] is True
+    before = snapshot(root)
+    refused = tracefix("--apply", "--format", "plain", "--root", root, stdin=msg)
+    assert refused.returncode == 3 and b"--pick" in refused.stderr
+    assert snapshot(root) == before
+    # a backward() whose loss is of unknown origin is no evidence: nothing is proposed from it
+    (root / "losses.py").write_text((root / "losses.py").read_text().replace('reduction="none", ', ""))
+    out = json.loads(tracefix("--format", "json", "--root", root, stdin=msg).stdout)
+    assert out["diagnoses"][0]["fix_sites"] == []

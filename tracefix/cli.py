@@ -224,7 +224,7 @@ def _fast_args(args: Sequence[str]) -> Optional[Dict]:
             return None
         else:
             out["logs"].append(a)
-    if out["fmt"] is not None and out["fmt"] not in FORMATS:
+    if out["fmt"] is not None and out["fmt"] not in FORMATS or out["do_apply"] and out["no_patch"]:
         return None
     if out["pick"] is not None:
         try:

@@ -24,6 +24,22 @@ Examples:
 """
 
 
+class _PatchNumber(click.ParamType):
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = 0
+        if number < 1:
+            self.fail(f"a patch number (1, 2, ...) is expected, not {value!r}", param, ctx)
+        return number
+
+
+PATCH_NUMBER = _PatchNumber()
+
+
 class DefaultGroup(click.Group):
     """``tracefix LOG`` means ``tracefix diagnose LOG``: the subcommand is optional, and ``--help``
     shows the default command's options too."""
@@ -71,20 +87,22 @@ def main_group() -> None:
 
 @main_group.command("diagnose", epilog=EPILOG)
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
-@click.option("--root", type=click.Path(file_okay=False), default=None,
+@click.option("--root", type=click.Path(), default=None,
               help="Project whose files are searched and patched (default: current directory).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (default: rich on a terminal, plain otherwise).")
 @click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path(),
               help="Extra folder of knowledge entries (*.toml); repeatable.")
 @click.option("--apply", "do_apply", is_flag=True, help="Write the recommended patch of each diagnosis.")
-@click.option("--pick", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--pick", type=PATCH_NUMBER, default=None, metavar="N",
               help="With --apply: write patch N instead of the first.")
 @click.option("--no-patch", is_flag=True, help="Diagnose only: do not compute patches (fastest).")
 def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> None:
     """Diagnose the logs (default command)."""
     if pick is not None and not do_apply:
         raise click.UsageError("--pick N chooses the patch that --apply writes; add --apply")
+    if do_apply and no_patch:
+        raise click.UsageError("--apply writes a patch, --no-patch computes none: use one of them")
     run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch)
 
 
@@ -119,10 +137,12 @@ def explain_cmd(entry_id, knowledge_dirs) -> None:
 
 
 @main_group.command("undo")
-@click.option("--root", type=click.Path(file_okay=False), default=None,
+@click.option("--root", type=click.Path(), default=None,
               help="The project given to --apply (default: the nearest folder holding .tracefix/, "
                    "from the current directory up).")
-def undo_cmd(root) -> None:
+@click.option("--force", is_flag=True,
+              help="Restore the backups even over files changed since tracefix patched them.")
+def undo_cmd(root, force) -> None:
     """Restore the files changed by the last --apply (backups in ROOT/.tracefix/)."""
     from tracefix.patcher import PatchError, undo
     from tracefix.patcher.writing import MANIFEST, STATE_DIR
@@ -135,7 +155,7 @@ def undo_cmd(root) -> None:
         project = next((d for d in (start, *start.parents) if (d / STATE_DIR / MANIFEST).is_file()), start)
         where = f"no {STATE_DIR}/{MANIFEST} in {start} or any folder above it"
     try:
-        restored = undo(project)
+        restored = undo(project, force=force)
     except PatchError as exc:
         raise Fail(str(exc), EXIT_PATCH) from None
     if not restored:
@@ -154,10 +174,13 @@ def undo_cmd(root) -> None:
               help="For an in-place error the witness could not explain, re-run once under anomaly mode (slow) to pinpoint it.")
 @click.option("--no-witness", "no_witness", is_flag=True,
               help="Do not arm the witness (the hook that records in-place writes, non-scalar losses and half casts).")
-@click.option("--root", type=click.Path(file_okay=False), default=None)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None)
-@click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path())
-@click.option("--pick", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--root", type=click.Path(), default=None,
+              help="The project whose files are diagnosed and patched (default: current directory).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: rich on a terminal, plain otherwise).")
+@click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path(),
+              help="Add your own knowledge entries from DIR (repeatable).")
+@click.option("--pick", type=PATCH_NUMBER, default=None, metavar="N",
               help="With --apply: write patch N instead of the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run_cmd(do_apply, verify, steps, anomaly, no_witness, root, fmt, knowledge_dirs, pick, command) -> None:
@@ -166,6 +189,11 @@ def run_cmd(do_apply, verify, steps, anomaly, no_witness, root, fmt, knowledge_d
 
     if pick is not None and not do_apply:
         raise click.UsageError("--pick N chooses the patch that --apply writes; add --apply")
+    if verify and not do_apply:
+        raise click.UsageError("--verify re-runs the command after --apply wrote a patch; add --apply")
+    if command and command[0].startswith("-") and command[0] != "--":
+        # options go before `--`; a command never starts with "-"
+        raise click.NoSuchOption(command[0])
 
     entries = _load(knowledge_dirs)
     sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),

@@ -293,6 +293,19 @@ def frame_candidates(frame: Frame, root: Path, index: Optional[FileIndex] = None
         return []
 
 
+def same_named(frame: Frame, root: Path, index: Optional[FileIndex] = None) -> List[str]:
+    """Files under root whose path ends like the frame's (by suffix only, the code not compared):
+    what a frame that maps to none of them may still have meant (for an honest note)."""
+    path = (frame.path or "").strip()
+    if not path or is_notebook_path(path) or path.startswith("<") or is_library_path(path):
+        return []
+    try:
+        index = index or get_index(root)
+        return ["/".join(cand) for depth, _whole, cand in index.candidates(split_log_path(path)) if depth > 0][:3]
+    except (OSError, ValueError, RuntimeError):
+        return []
+
+
 def _candidates(frame: Frame, root: Path, index: Optional[FileIndex]) -> List[MappedFrame]:
     path = (frame.path or "").strip()
     if not path:

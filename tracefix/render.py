@@ -193,13 +193,14 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     return lines
 
 
-def render_plain(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None) -> None:
+def render_plain(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None,
+                 source: str = "the input") -> None:
     for i, d in enumerate(diagnoses):
         if i:
             out.write("\n")
         out.write("\n".join(safe(ln) for ln in plain_lines(d, find_entry(entries, d.entry_id))) + "\n")
     if not diagnoses:
-        out.write("tracefix: no known PyTorch error found in the input\n")
+        out.write(f"tracefix: no known PyTorch error found in {source}\n")
     for t, m in unrecognized:
         out.write(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]) + "\n")
     for k, v in (extra or {}).items():
@@ -208,7 +209,7 @@ def render_plain(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] 
 
 # --- rich ---------------------------------------------------------------------------------
 def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None,
-                color: Optional[bool] = None) -> None:
+                color: Optional[bool] = None, source: str = "the input") -> None:
     from rich.console import Console, Group
     from rich.panel import Panel
     from rich.syntax import Syntax
@@ -287,7 +288,7 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         title.append(confidence, style="dim")
         console.print(Panel(Group(*body), title=title, title_align="left", border_style="red"))
     if not diagnoses:
-        console.print(Text("tracefix: no known PyTorch error found in the input", style="yellow"))
+        console.print(Text(f"tracefix: no known PyTorch error found in {source}", style="yellow"))
     for t, m in unrecognized:
         console.print(Text(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]), style="dim"))
     for k, v in (extra or {}).items():
@@ -335,14 +336,15 @@ def _context(site: Site, around: int = 2):
 
 
 def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Optional[Dict] = None,
-         color: Optional[bool] = None) -> None:
-    """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json or quickfix."""
+         color: Optional[bool] = None, source: str = "the input") -> None:
+    """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json or quickfix.
+    ``source`` names what was read, for "no known PyTorch error found in ..."."""
     if fmt == "json":
         render_json(out, report.diagnoses, report.unrecognized, extra)
     elif fmt == "quickfix":
         render_quickfix(out, report.diagnoses)
     elif fmt == "plain":
-        render_plain(out, report.diagnoses, report.unrecognized, entries, extra)
+        render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source)
     else:
-        render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=color)
+        render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=color, source=source)
     out.flush()

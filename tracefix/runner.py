@@ -45,7 +45,7 @@ import shlex
 import signal
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -452,7 +452,7 @@ def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool
     from tracefix.render import emit
 
     sys.stdout.flush()
-    emit(sys.stdout, report, fmt, entries, extra, color=color)
+    emit(sys.stdout, report, fmt, entries, extra, color=color, source="the command's output")
 
 
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
@@ -464,8 +464,6 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         _note("error: no command given (tracefix run [OPTIONS] -- COMMAND ...)")
         return 2
     to_stderr = fmt == "json"
-    if verify and not apply:
-        _note("--verify re-runs the command only after --apply wrote a patch; it will not run")
 
     first = run_child(cmd, _child_env(witness=True) if witness else _child_env(no_witness=True), to_stderr)
     if first.error:
@@ -474,6 +472,8 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     child_code = first.exit_code
     extra: Dict[str, object] = {"exit_code": child_code, "verification": "not run"}
     if first.returncode == 0 or first.interrupted:
+        if first.interrupted and first.forwarded is None and first.returncode is not None and first.returncode < 0:
+            _note(f"the command was stopped by {_signal_name(-first.returncode)} (exit code {child_code})")
         if fmt == "json":
             from tracefix.pipeline import Report
 
@@ -530,6 +530,8 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
                   f"{steps} optimizer steps succeed (--verify)")
             verdict, new_error, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr, witness)
             extra["verification"] = verdict
+            if verdict == "verified" and why:
+                _note(why)
             if outcome.interrupted:
                 _emit(report, fmt, entries, {**extra, "exit_code": outcome.exit_code}, color)
                 return outcome.exit_code
@@ -551,13 +553,25 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     if fmt != "json" and extra["command_exit_code"] == code:
         extra.pop("command_exit_code")
     extra["exit_code"] = code
-    _emit(report, fmt, entries, extra, color)
     if new_error is not None and fmt != "json":
-        print("\ntracefix: after the patch, the command fails with a different error:", flush=True)
-        _emit(new_error, fmt, entries, None, color)
+        # the patched run's new error, then tracefix's own status: the last line stays `exit code:`
+        _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color)
+        print(f"\ntracefix: after the patch, the command fails with a different error: {why}", flush=True)
+        if new_error.diagnoses:
+            _emit(replace(new_error, unrecognized=()), fmt, entries, None, color)
+        print(f"exit code: {code}", flush=True)
+    else:
+        _emit(report, fmt, entries, extra, color)
     for p in problems:
         _note(p)
     return code
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _restore(root: Path, written: List[str], why: str) -> str:
@@ -596,6 +610,10 @@ def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witne
     if outcome.interrupted:
         return "not run", None, outcome, ""
     if outcome.returncode == 0:
+        if VERIFIED_MARKER not in outcome.tail:
+            return "verified", None, outcome, (
+                f"the patched command ran to its end (exit 0) before {steps} optimizer steps: it trained "
+                "without the error, over fewer steps than --verify asks for")
         return "verified", None, outcome, ""
     after = _diagnose(outcome.tail, entries, root)
     before = {d.entry_id for d in report.diagnoses}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, is_library_path,
-                             is_notebook_path)
+                             is_notebook_path, same_named)
 from tracefix.locator.evidence import apply_evidence
 from tracefix.locator.tracing import indent
 from tracefix.pysource import Project, SourceFile
@@ -206,8 +206,15 @@ class LocateContext:
                 self.foreign = True
                 out = []
                 shown = ", ".join(f"{_base(fr.path)}:{fr.line}" for fr in user[:3])
-                self.notes.append(f"The log does not come from the files under {self.root}: no file there reads "
-                                  f"what its innermost frames show ({shown}); nothing is proposed.")
+                alike = same_named(user[0], self.root, self.index)
+                if alike and user[0].code:
+                    self.notes.append(
+                        f"{' and '.join(alike)} under {self.root} may be the log's {_base(user[0].path)}, but its "
+                        f"line {user[0].line} does not read {user[0].code.strip()!r} as the log shows (edited since "
+                        f"the log was written, or another copy of the project?); nothing is proposed.")
+                else:
+                    self.notes.append(f"The log does not come from the files under {self.root}: no file there "
+                                      f"reads what its innermost frames show ({shown}); nothing is proposed.")
             else:
                 for path in missing:
                     self.notes.append(f"{path} (from the log) was not found under {self.root}.")

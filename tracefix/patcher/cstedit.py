@@ -33,11 +33,11 @@ class Source:
     Edits rebuild only the path from the edited node up to the module and reuse the code of the
     top-level statements they leave alone.
 
-    Parsed with ``keep`` (the lines a fix is about), a long file is parsed in part: every module-level
-    function and class holding none of those lines is read as a string literal spanning its lines,
-    so every line keeps its number.  Questions answered from the kept statements alone work as usual; a question about the
-    whole module (every node of a kind, a blanked line, a module-level statement's parent block)
-    raises :class:`NeedWhole`, and edits are spliced back into the whole text.
+    Parsed with ``keep`` (the lines a fix is about), a long file is parsed in part: every
+    module-level function and class holding none of those lines is read as a string literal over
+    its lines, so every line keeps its number.  Questions the kept statements answer work as usual;
+    a question about the whole module (every node of a kind, a line left out, the module's own
+    body) raises :class:`NeedWhole`, and edits are spliced back into the whole text.
     """
 
     def __init__(self, text: str, keep: Optional[Iterable[int]] = None) -> None:
@@ -115,7 +115,7 @@ class Source:
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         got = self.parents.get(node)
-        if got is self.module and self.elided:  # its body lacks the blanked statements
+        if got is self.module and self.elided:  # its body lacks the statements left out
             raise NeedWhole(node)
         return got
 
@@ -152,7 +152,7 @@ class Source:
 
     def _splice(self, code: str) -> str:
         """``code`` (the parsed text, edited) as an edit of the whole text: the one run of lines
-        that differs must hold no blanked line."""
+        that differs must hold no line left out."""
         if not self.elided:
             return code
         old, new = self.parsed.split("\n"), code.split("\n")

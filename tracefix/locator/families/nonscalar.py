@@ -40,8 +40,29 @@ class _Nonscalar(Tracer):
             if sf is not None:
                 info = self._backward_call(sf, m.line)
         if info is None:
+            if not self.ctx.diag.traceback.frames:
+                self._searched_backwards()
             self._per_sample_returns()
             return
+        self._backward(sf, info, fi)
+
+    def _searched_backwards(self) -> None:
+        """A bare message: every backward() in the project whose loss provably comes from a
+        reduction='none' criterion or an unreduced loss function (only those: a backward() of
+        unknown provenance is no evidence)."""
+        for _rel, sf in self.ctx.sources(self.ctx.project_files((".backward(",))):
+            if sf.tree is None:
+                continue
+            lines = sorted({n.lineno for n in ast.walk(sf.tree) if isinstance(n, ast.Call)
+                            and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"})
+            for line in lines[:20]:
+                info = self._backward_call(sf, line)
+                if info is not None and info[0] != "autograd-grad":
+                    self._backward(sf, info, -1, evidence_only=True)
+
+    def _backward(self, sf: SourceFile, info, fi: int, evidence_only: bool = False) -> None:
+        """The fix sites for one backward() call (the crash line's, or with ``evidence_only`` one
+        found by searching: then only a criterion or a loss function that is provably per-sample)."""
         kind, call, recv = info
         scope = sf.scope_of(call)
         crash_line = call.lineno
@@ -67,6 +88,8 @@ class _Nonscalar(Tracer):
                 assign = a
         scalar = isinstance(recv, ast.Name) and self.scalar_used(sf, scope, recv.id)
         loss_returns = self._loss_fn_returns(sf, scope, assign) if crit is None and assign is not None else []
+        if evidence_only and crit is None and not loss_returns:
+            return
         if loss_returns:
             unreduced = []
             for rsf, ret in loss_returns:
