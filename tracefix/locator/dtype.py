@@ -50,7 +50,8 @@ class HalfParams(ValueTracer):
 
     def run(self) -> None:
         bf16 = self.bf16
-        closure = set(self.ctx.crash_closure())
+        order = self.ctx.crash_closure()         # the crash file first, then what it imports
+        closure = set(order)
         if bf16:
             disabled = self._disabled_scaler(closure)
             if disabled is not None:
@@ -75,7 +76,8 @@ class HalfParams(ValueTracer):
         dtype_word = "bfloat16" if bf16 else "float16"
         # The crash's own files are read whole: a dtype that arrives through a config object
         # (getattr(torch, cfg["precision"])) is not spelled where the cast is.
-        files = list(closure) + [r for r in self.ctx.project_files(needles) if r not in closure]
+        # (in the closure's own order: a set's order changes with the hash seed, and ties keep it)
+        files = order + [r for r in self.ctx.project_files(needles) if r not in closure]
         for rel, sf in self.ctx.sources(files):
             near = not closure or rel in closure
             penalty = 0.0 if near else 0.3
