@@ -361,3 +361,19 @@ def test_a_bare_message_in_a_project_finds_the_criterion_as_a_candidate(tmp_path
     (root / "losses.py").write_text((root / "losses.py").read_text().replace('reduction="none", ', ""))
     out = json.loads(tracefix("--format", "json", "--root", root, stdin=msg).stdout)
     assert out["diagnoses"][0]["fix_sites"] == []
+
+
+def test_the_fix_site_shown_first_is_the_one_the_recommended_patch_changes(tmp_path):
+    from tracefix.pipeline import Report, propose_all
+    from tracefix.records import Diagnosis, FixSite, Traceback
+
+    text = ("def closure():\n    optimizer.zero_grad()\n    residual = net(x) - y\n"
+            "    loss = residual ** 2\n    loss.backward()\n    return loss\n")
+    (tmp_path / "train.py").write_text(text)
+    back = FixSite(path="train.py", line=5, code="loss.backward()", col=4, kind="backward-receiver", score=0.9)
+    assign = FixSite(path="train.py", line=4, code="loss = residual ** 2", col=11, kind="loss-assignment", score=0.6)
+    diag = Diagnosis("nonscalar-backward", "t", 1.0, Traceback("RuntimeError", "m"), fix_sites=(back, assign))
+    (d,) = propose_all(Report((diag,), ()), tmp_path).diagnoses
+    assert d.patches[0].applicability == "safe" and d.patches[0].origin == ("train.py", 4)
+    assert [s.line for s in d.fix_sites] == [4, 5]         # the recommended patch's site comes first
+    assert all(p.applicability == "insufficient" for p in d.patches if p.origin == ("train.py", 5))

@@ -10,7 +10,7 @@ from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
 from tracefix.matcher import BareMessage, match, normalize
 from tracefix.reader import read_tracebacks
-from tracefix.records import Diagnosis, Traceback
+from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Traceback
 
 MAX_DIAGNOSES = 50
 MAX_UNRECOGNIZED = 50
@@ -87,6 +87,19 @@ def _in_notebook(d: Diagnosis) -> bool:
     return any(s.path.lower().endswith(".ipynb") for s in sites)
 
 
+def _recommended_first(sites: Tuple[FixSite, ...], patches) -> Tuple[FixSite, ...]:
+    """The sites with the one the recommended patch fixes first: when every fix of the best-ranked
+    site only moves the error (insufficient), "fix site" names the line the recommendation changes."""
+    first = patches[0] if patches and patches[0].applicability != INSUFFICIENT else None
+    if first is None or first.origin is None or not sites or (sites[0].path, sites[0].line) == first.origin:
+        return sites
+    k = next((i for i, s in enumerate(sites) if (s.path, s.line) == first.origin), None)
+    if k is None:
+        return sites
+    # (scores stay: whether the evidence settles on one site is the locator's verdict, not ours)
+    return (sites[k],) + sites[:k] + sites[k + 1:]
+
+
 def propose_all(report: Report, root: Path) -> Report:
     from tracefix.patcher import explain_unpatchable, propose
 
@@ -96,7 +109,7 @@ def propose_all(report: Report, root: Path) -> Report:
         notes = d.notes
         if not patches and d.fix_sites:
             notes += (f"no automatic patch: {explain_unpatchable(d.fix_sites[0])}",)
-        d = replace(d, patches=patches, notes=notes)
+        d = replace(d, patches=patches, notes=notes, fix_sites=_recommended_first(d.fix_sites, patches))
         if _in_notebook(d):
             from tracefix.notebook import annotate_notes
             d = annotate_notes(d)

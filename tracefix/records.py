@@ -144,6 +144,8 @@ class Patch:
     diff: str                    # unified diff, paths relative to the root
     files: Tuple[Tuple[str, str, str], ...] = field(default=(), repr=False, compare=False)
     # files: (relative path, original text, patched text); used by --apply, not serialised
+    origin: Optional[Tuple[str, int]] = field(default=None, repr=False, compare=False)
+    # origin: (path, line) of the fix site this patch fixes; not serialised
 
 
 @dataclass(frozen=True)

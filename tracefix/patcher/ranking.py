@@ -37,7 +37,7 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
         except Exception:  # a fixer bug must not take the diagnosis down; the site just gets no patch
             continue
         for option in options:
-            patch = _to_patch(ctx, option)
+            patch = _to_patch(ctx, option, (site.path, site.line))
             if patch is None or patch.diff in seen:
                 continue
             seen.add(patch.diff)
@@ -51,7 +51,7 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
     return tuple([p for _, p in main] + alternatives)
 
 
-def _to_patch(ctx: Context, option: Option):
+def _to_patch(ctx: Context, option: Option, origin=None):
     files = []
     for rel, fixed in option.texts.items():
         decoded = ctx.decoded(rel)
@@ -67,7 +67,7 @@ def _to_patch(ctx: Context, option: Option):
         return None
     diff = "".join(_diff(ctx, rel, old, new) for rel, old, new in files)
     return Patch(summary=option.summary, applicability=option.applicability, reason=option.reason,
-                 diff=diff, files=tuple(files))
+                 diff=diff, files=tuple(files), origin=origin)
 
 
 def _diff(ctx: Context, rel: str, old: str, new: str) -> str:
