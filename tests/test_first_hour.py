@@ -339,7 +339,7 @@ def test_a_log_from_an_edited_copy_says_which_file_may_be_meant(tmp_path):
     train.write_text("# a\n# b\n" + train.read_text())          # every line moved down
     proc = tracefix("--format", "plain", "--root", root, stdin=sample.log.read_bytes())
     out = " ".join(proc.stdout.decode().split())
-    assert "train.py under" in out and "may be the log's train.py" in out and "edited since" in out
+    assert "train.py there may be the log's train.py" in out and "edited since" in out
     assert "fix site: none" in out
 
 

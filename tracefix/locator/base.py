@@ -209,9 +209,10 @@ class LocateContext:
                 alike = same_named(user[0], self.root, self.index)
                 if alike and user[0].code:
                     self.notes.append(
-                        f"{' and '.join(alike)} under {self.root} may be the log's {_base(user[0].path)}, but its "
-                        f"line {user[0].line} does not read {user[0].code.strip()!r} as the log shows (edited since "
-                        f"the log was written, or another copy of the project?); nothing is proposed.")
+                        f"The log does not come from the files under {self.root} as they are now: "
+                        f"{' and '.join(alike)} there may be the log's {_base(user[0].path)}, but its line "
+                        f"{user[0].line} does not read {user[0].code.strip()!r} as the log shows (edited since the "
+                        f"log was written, or another project?); nothing is proposed.")
                 else:
                     self.notes.append(f"The log does not come from the files under {self.root}: no file there "
                                       f"reads what its innermost frames show ({shown}); nothing is proposed.")
