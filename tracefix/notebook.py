@@ -333,6 +333,22 @@ def stale(diag, root: Path) -> Optional[str]:
     return None
 
 
+def json_position(path: Path, cell_index: int, cell_line: int, col: int) -> Tuple[int, int]:
+    """(line, 0-based column) in the .ipynb file's text of a cell's source line and column: the
+    column counts the JSON string's indentation, opening quote and escapes (for editors)."""
+    line = json_line(path, cell_index, cell_line)
+    try:
+        raw = Path(path).read_text(encoding="utf-8-sig").split("\n")[line - 1]
+        source = json.loads(raw.strip().rstrip(","))
+    except (OSError, UnicodeDecodeError, ValueError, IndexError):
+        return line, col
+    if not isinstance(source, str):
+        return line, col
+    ascii_only = raw.isascii()
+    prefix = json.dumps(source[:col], ensure_ascii=ascii_only)[1:-1]
+    return line, raw.index('"') + 1 + len(prefix)
+
+
 def json_line(path: Path, cell_index: int, cell_line: int) -> int:
     """The line of the .ipynb file that holds a cell's source line (for editors), else 1."""
     try:

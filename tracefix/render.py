@@ -25,12 +25,15 @@ def where(site: Site) -> str:
     return f"{site.path}, cell {site.cell}{count}, line {site.cell_line}"
 
 
-def _qf_line(site: Site) -> int:
-    """Quickfix line: a notebook site's line in the .ipynb JSON text (where its source line sits)."""
+def _qf_position(site: Site) -> str:
+    """Quickfix ``line:col``: for a notebook site, where its source sits in the .ipynb JSON text."""
     if site.cell is None:
-        return site.line
-    from tracefix.notebook import json_line
-    return json_line(site.local_path, site.cell - 1, site.cell_line or 1) if site.local_path else 1
+        return f"{site.line}:{site.col + 1}"
+    if not site.local_path:
+        return "1:1"
+    from tracefix.notebook import json_position
+    line, col = json_position(site.local_path, site.cell - 1, site.cell_line or 1, site.col)
+    return f"{line}:{col + 1}"
 
 
 def safe(text: str) -> str:
@@ -119,12 +122,12 @@ def render_quickfix(out: TextIO, diagnoses: Sequence[Diagnosis], unrecognized=()
     for d in diagnoses:
         for f in d.fix_sites:
             cell = f"({where(f)}) " if f.cell is not None else ""
-            out.write(safe(f"{f.path}:{_qf_line(f)}:{f.col + 1}: {d.entry_id}: fix here: {cell}{f.reason}") + "\n")
+            out.write(safe(f"{f.path}:{_qf_position(f)}: {d.entry_id}: fix here: {cell}{f.reason}") + "\n")
         c = d.crash_site
         if c is not None:
             msg = d.traceback.message.split("\n", 1)[0][:200]
             cell = f"({where(c)}) " if c.cell is not None else ""
-            out.write(safe(f"{c.path}:{_qf_line(c)}:{c.col + 1}: {d.entry_id}: crashed here: {cell}"
+            out.write(safe(f"{c.path}:{_qf_position(c)}: {d.entry_id}: crashed here: {cell}"
                            f"{d.traceback.exc_type or 'error'}: {msg}") + "\n")
 
 
