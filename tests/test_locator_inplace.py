@@ -439,3 +439,28 @@ def test_update_in_a_function_that_receives_the_loss(tmp_path):
               user_frame(tmp_path, "train.py", "loss.backward()", func="backward_step"), *TORCH_BACKWARD]
     out = run(tmp_path, "inplace", frames, VIEW.format(node="AsStrided"), (("node", "AsStrided"),))
     assert first(out) == ("train.py", line_of(tmp_path, "train.py", "clip(model)", nth=1), "param-update-before-backward")
+
+
+# -- a step between two backwards, when the saved tensor is a view of a weight (AsStrided) ----------
+KD = """
+    import torch
+    import torch.nn.functional as F
+
+    def train_step(x, y):
+        s_logits = student(x)
+        optimizer.zero_grad()
+        ce = F.cross_entropy(s_logits, y)
+        ce.backward(retain_graph=True)
+        optimizer.step()
+        kd = F.kl_div(F.log_softmax(s_logits, -1), t, reduction="batchmean")
+        (0.7 * kd).backward()
+        optimizer.step()
+    """
+
+
+def test_a_step_between_two_backwards_is_found_when_the_saved_tensor_is_a_weight_view(tmp_path):
+    write(tmp_path, "train.py", KD)
+    message, fields = msg("AsStrided")
+    frames = backward_frames(tmp_path, needle="(0.7 * kd).backward()", func="train_step")
+    out = run(tmp_path, "inplace", frames, message, fields)
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "optimizer.step()"), "optimizer-step-between")

@@ -52,8 +52,9 @@ class _Inplace(Tracer):
         fam = op_family(node)
         if fam == "view":
             # AsStrided & co.: a view (weight.t() saved by a Linear) whose base was changed in place,
-            # typically a parameter updated after the forward pass
+            # typically a parameter updated after the forward pass, or by a step between two backwards
             self._params_updated_before_backward()
+            self._step_between()
         if self.ctx.anomaly_mapped and self._inplace_from_anomaly(fam):
             return
         files = self.ctx.search_files()
