@@ -128,3 +128,34 @@ def test_a_witnessed_write_inside_a_block_confirms_the_block(tmp_path):
     out = located(tmp_path, "inplace", frames, LEAF, ev)
     assert (out.fix_sites[0].path, out.fix_sites[0].line) == ("train.py", 4)
     assert out.fix_sites[0].reason.startswith("Confirmed by the witness.")
+
+
+CONFIG_FLAG = """
+    import torch.nn as nn
+    def mlp_stage(width, inplace):
+        return nn.Sequential(
+            nn.Linear(width, width),
+            nn.Sigmoid(),
+            nn.Hardtanh(0.0, 0.9, inplace=inplace),
+        )
+    """
+
+
+def test_a_module_built_inplace_through_a_flag_is_the_fix_site_when_witnessed(tmp_path):
+    write(tmp_path, "blocks.py", CONFIG_FLAG)
+    write(tmp_path, "train.py", "loss = model(x).sum()\nloss.backward()\n")
+    frames = [user_frame(tmp_path, "train.py", "loss.backward", func="<module>"), *TORCH_BACKWARD]
+    msg = INPLACE.format(node="SigmoidBackward0")
+    built = site(tmp_path, "construct", "blocks.py", "inplace=inplace")
+    ev = Evidence(kind="inplace-write", summary="changed in place by hardtanh (nn.Hardtanh(inplace=True))",
+                  sites=(EvidenceSite(role="construct", path=built.path, line=built.line, code=built.code,
+                                      detail="nn.Hardtanh(inplace=True) built here"),))
+    out = located(tmp_path, "inplace", frames, msg, ev, (("node", "Sigmoid"),))
+    first = out.fix_sites[0]
+    assert (first.path, first.line, first.kind) == ("blocks.py", built.line, "inplace-kwarg")
+    # without the witness saying it was built in place, a flag proves nothing
+    quiet = Evidence(kind="inplace-write", summary="changed in place by hardtanh",
+                     sites=(EvidenceSite(role="construct", path=built.path, line=built.line, code=built.code,
+                                         detail="nn.Hardtanh built here"),))
+    out = located(tmp_path, "inplace", frames, msg, quiet, (("node", "Sigmoid"),))
+    assert not any(s.kind == "inplace-kwarg" for s in out.fix_sites)

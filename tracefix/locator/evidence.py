@@ -114,6 +114,14 @@ def _with(site: FixSite, score: float, prefix: str) -> FixSite:
     return replace(site, score=round(score, 3), reason=reason)
 
 
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _is_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant)
+
+
 def _site_from_line(ctx, sf: SourceFile, line: int, ev: Evidence, score: float) -> None:
     """A fix site of the kind the code on ``line`` shows, for what the evidence says happened."""
     stmt = sf.stmt_at(line)
@@ -122,10 +130,13 @@ def _site_from_line(ctx, sf: SourceFile, line: int, ev: Evidence, score: float) 
     why = f"Seen by the witness: {ev.summary}"
     nodes = [n for n in ast.walk(stmt) if getattr(n, "lineno", None) == line] or list(ast.walk(stmt))
     if ev.kind in ("inplace-write", "param-update"):
+        # a module the witness saw built with inplace=True here, whatever expression said so
+        built_inplace = any(es.role == "construct" and es.line == line and "inplace=True" in es.detail
+                            and _base(es.path) == _base(sf.rel) for es in ev.sites)
         for n in nodes:
             if isinstance(n, ast.Call):
                 kw = keyword(n, "inplace")
-                if kw is not None and is_true(kw.value):
+                if kw is not None and (is_true(kw.value) or built_inplace and not _is_constant(kw.value)):
                     return ctx.add(sf, kw.lineno, kw.col_offset, "inplace-kwarg", why, score)
                 out = keyword(n, "out")
                 if out is not None:
