@@ -464,3 +464,31 @@ def test_a_step_between_two_backwards_is_found_when_the_saved_tensor_is_a_weight
     frames = backward_frames(tmp_path, needle="(0.7 * kd).backward()", func="train_step")
     out = run(tmp_path, "inplace", frames, message, fields)
     assert first(out) == ("train.py", line_of(tmp_path, "train.py", "optimizer.step()"), "optimizer-step-between")
+
+
+# -- the write's own operand saved the tensor: `x /= x.norm()` (norm saved x, then div_ wrote it) --
+CLIP = """
+    import torch.nn.functional as F
+
+    def clip_loss(img_emb, txt_emb, scale):
+        img_emb /= img_emb.norm(dim=-1, keepdim=True)
+        txt_emb = txt_emb / txt_emb.norm(dim=-1, keepdim=True)
+        logits = scale * img_emb @ txt_emb.t()
+        return F.cross_entropy(logits, targets)
+    """
+
+
+def test_a_normalisation_in_place_in_a_helper_is_found_through_the_call(tmp_path):
+    write(tmp_path, "losses.py", CLIP)
+    write(tmp_path, "train.py", """
+        from losses import clip_loss
+        def main():
+            img_emb, txt_emb = model(img, txt)
+            loss = clip_loss(img_emb, txt_emb, model.logit_scale)
+            loss.backward()
+        """)
+    message, fields = msg("Div")
+    frames = backward_frames(tmp_path, func="main")
+    out = run(tmp_path, "inplace", frames, message, fields)
+    assert first(out) == ("losses.py", line_of(tmp_path, "losses.py", "img_emb /="), "inplace-augassign")
+    assert not any(s.line == line_of(tmp_path, "losses.py", "txt_emb = txt_emb /") for s in out.fix_sites)

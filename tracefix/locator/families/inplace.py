@@ -403,10 +403,21 @@ class _Inplace(Tracer):
             """Was b read by another operation before node changed it?"""
             if b in used:
                 return True
-            inside = {id(n) for n in ast.walk(node)}
+            # the write's own operands are evaluated before it (`x /= x.norm()`: norm saved x)
+            if isinstance(node, ast.AugAssign):
+                own, operands = node.target, [node.value]
+            elif isinstance(node, ast.Call):
+                # ... except the tensor it writes (`torch.relu_(x)`, `self.act(x)`, `out=x`)
+                own = node.func
+                operands = [a for a in [*node.args, *(k.value for k in node.keywords)]
+                            if not (base_name(a) == b and _is_view_chain(a))]
+            else:
+                own, operands = node, []
+            inside = {id(n) for n in ast.walk(own)}
+            first = {id(n) for o in operands for n in ast.walk(o)}
             for n in walk_stmt(st):
                 if isinstance(n, ast.Name) and n.id == b and isinstance(n.ctx, ast.Load) and id(n) not in inside \
-                        and (n.lineno, n.col_offset) < (node.lineno, node.col_offset):
+                        and ((n.lineno, n.col_offset) < (node.lineno, node.col_offset) or id(n) in first):
                     return True
             # applied in a comprehension or a loop over several modules: an earlier pass read it too
             for anc in sf.ancestors(node):
