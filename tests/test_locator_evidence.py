@@ -159,3 +159,36 @@ def test_a_module_built_inplace_through_a_flag_is_the_fix_site_when_witnessed(tm
                                          detail="nn.Hardtanh built here"),))
     out = located(tmp_path, "inplace", frames, msg, quiet, (("node", "Sigmoid"),))
     assert not any(s.kind == "inplace-kwarg" for s in out.fix_sites)
+
+
+PRUNER = """
+    import torch
+    class Pruner:
+        @torch.no_grad()
+        def enforce(self):
+            for name, p in self.model.named_parameters():
+                p[~self.masks[name]] = 0.0
+    """
+
+
+def test_a_parameter_written_in_a_helper_moves_the_helpers_call_not_the_write(tmp_path):
+    write(tmp_path, "callbacks.py", PRUNER)
+    write(tmp_path, "train.py", """
+        def train(model, pruner, opt):
+            for x, y in data:
+                loss = ((model(x) - y) ** 2).mean()
+                opt.zero_grad()
+                pruner.enforce()
+                loss.backward()
+                opt.step()
+        """)
+    frames = [user_frame(tmp_path, "train.py", "loss.backward", func="train"), *TORCH_BACKWARD]
+    ev = Evidence(kind="param-update", summary="parameter 2.weight was changed in place by __setitem__",
+                  sites=(site(tmp_path, "write", "callbacks.py", "p[~self.masks"),
+                         site(tmp_path, "caller", "train.py", "pruner.enforce()"),
+                         site(tmp_path, "backward", "train.py", "loss.backward()")))
+    out = located(tmp_path, "inplace", frames, INPLACE.format(node="AsStrided"), ev, (("node", "AsStrided"),))
+    first = out.fix_sites[0]
+    assert (first.path, first.line, first.kind) == (
+        "train.py", line_of(tmp_path, "train.py", "pruner.enforce()"), "param-update-before-backward")
+    assert out.fix_sites[1].path == "callbacks.py"

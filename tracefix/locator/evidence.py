@@ -69,10 +69,45 @@ def apply_evidence(ctx) -> None:
             ctx.sites[i] = _with(s, s.score * DEMOTE, "")
     if any(not spoken_to(s) and s.kind != "backward-receiver" for s in ctx.sites):
         return          # the family's reasons stand: the witness's lines are what they explain
+    if ev.kind == "param-update":
+        _caller_before_backward(ctx, ev)
     for n, (rel, line) in enumerate(lines):
         sf = ctx.project.source(rel)
         if sf is not None:
             _site_from_line(ctx, sf, line, ev, CONFIRMED - 0.01 * n)
+
+
+def _caller_before_backward(ctx, ev: Evidence) -> None:
+    """A parameter written inside a helper (a pruning callback, a clamp) called between the forward
+    and the backward: the call in the training step is what moves (below the backward), not the
+    write inside the helper, which is meant to change the parameters."""
+    back = _mapped_site(ctx, ev.site("backward"))
+    if back is None:
+        return
+    for es in ev.sites:
+        if es.role != "caller":
+            continue
+        call = _mapped_site(ctx, es)
+        if call is None or call[0] != back[0] or not call[1] < back[1]:
+            continue
+        sf = ctx.project.source(call[0])
+        stmt = sf.stmt_at(call[1]) if sf is not None else None
+        bstmt = sf.stmt_at(back[1]) if sf is not None else None
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and bstmt is not None
+                and sf.scope_of(stmt) is sf.scope_of(bstmt)):
+            continue
+        ctx.add(sf, stmt.lineno, stmt.col_offset, "param-update-before-backward",
+                f"Seen by the witness: {ev.summary}. {sf.line_text(stmt.lineno).strip()} changes parameters "
+                f"in place between the forward pass and backward(); it belongs after the backward (and the "
+                f"optimizer step).", CONFIRMED + 0.005)
+        return
+
+
+def _mapped_site(ctx, es) -> Optional[Tuple[str, int]]:
+    if es is None:
+        return None
+    cands = frame_candidates(Frame(path=es.path, line=es.line, func="", code=es.code or None), ctx.root, ctx.index)
+    return (cands[0].rel_path, cands[0].line) if len(cands) == 1 else None
 
 
 def _local_lines(ctx, ev: Evidence) -> List[Tuple[str, int]]:
