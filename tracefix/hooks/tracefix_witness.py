@@ -807,6 +807,10 @@ def _var_name(code, op):
     return ""
 
 
+_VIEW_OPS = {"asstrided", "t", "transpose", "permute", "view", "expand", "unsqueeze", "squeeze", "select",
+             "slice", "unsafeview", "reshapealias"}
+
+
 def _explain_inplace(rec, msg, exc_frames):
     want = _parse_inplace(msg)
     best, best_score = None, 0
@@ -833,6 +837,8 @@ def _explain_inplace(rec, msg, exc_frames):
                 score += 3
             elif w["prev"]:
                 score -= 1
+            if w["param"] and _node_op(want["node"]) in _VIEW_OPS:
+                score += 2     # a view autograd saved of a weight; an optimizer's state of that shape is not one
         elif w["leaf"] and (w["param"] or w["requires_grad"]):
             score += 1
         if score > 0 and score >= best_score:   # ties: the latest write
