@@ -386,6 +386,11 @@ class _Inplace(Tracer):
             origin_at = f"line {origin_line}" if origin[1] else "an earlier line"
             reason = why or (f"'{target}' (the output of {desc}, {origin_at}) is modified in place "
                              f"here, but autograd saved it for backward.")
+            if not why and fam and fams & KNOWN_FAMILIES and fam not in fams and not (fam in op_fams and used_before):
+                # what made this value is not what the message names: a weaker candidate, said so
+                reason = (f"'{target}' (the output of {desc}, {origin_at}) is modified in place here; the "
+                          f"message names the output of {fam}, which this value is not, so it is a weaker "
+                          f"candidate (it matters only if an operation saved it for backward).")
             if rebased:
                 reason = (f"'{target}' ({desc if 'param' in fams else 'the output of ' + desc}) was already used "
                           f"by an operation that saved it for backward; {op_desc or 'this call'} then overwrites it "
