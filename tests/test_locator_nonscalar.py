@@ -59,3 +59,23 @@ def test_project_function_without_unreduced_criterion_is_not_a_loss_function(tmp
                                       *TORCH_BACKWARD], NONSCALAR)
     assert "per-sample-return" not in [s.kind for s in out.fix_sites]
     assert first(out) == ("train.py", 4, "loss-assignment")      # used as a number: fix where it is made
+
+
+def test_a_per_sample_loss_scaled_by_a_number_still_names_the_criterion(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch.nn as nn
+        ACCUM = 4
+        criterion = nn.HuberLoss(reduction="none", delta=0.5)
+        def train_epoch(model, xs, ys):
+            for xb, yb in zip(xs, ys):
+                loss = criterion(model(xb), yb) / ACCUM
+                loss.backward()
+        """)
+    out = run(tmp_path, "nonscalar", [user_frame(tmp_path, "train.py", "loss.backward", func="train_epoch"),
+                                      *TORCH_BACKWARD], NONSCALAR)
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", 'reduction="none"'), "criterion-reduction")
+    # a tensor scale (a per-sample weight) is not a number: the criterion alone would not fix it
+    (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace("/ ACCUM", "* weights"))
+    out = run(tmp_path, "nonscalar", [user_frame(tmp_path, "train.py", "loss.backward", func="train_epoch"),
+                                      *TORCH_BACKWARD], NONSCALAR)
+    assert "criterion-reduction" not in [s.kind for s in out.fix_sites]

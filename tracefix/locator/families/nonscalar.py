@@ -163,6 +163,13 @@ class _Nonscalar(Tracer):
             if not self.only_consumed(sf, scope, expr.id, a, consumer):
                 return None
             return self._crit_origin(sf, scope, a.value, a.lineno, a.value, depth + 1)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Div, ast.Mult)):
+            # `criterion(out, y) / accum_steps`: scaling by a number keeps one value per sample
+            for tensor, number in ((expr.left, expr.right), (expr.right, expr.left)):
+                if isinstance(expr.op, ast.Div) and tensor is expr.right:
+                    continue
+                if self.is_number(sf, scope, number, line):
+                    return self._crit_origin(sf, scope, tensor, line, consumer, depth + 1, frame_i)
         return None
 
     def _crit_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
