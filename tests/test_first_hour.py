@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -377,3 +378,38 @@ def test_the_fix_site_shown_first_is_the_one_the_recommended_patch_changes(tmp_p
     assert d.patches[0].applicability == "safe" and d.patches[0].origin == ("train.py", 4)
     assert [s.line for s in d.fix_sites] == [4, 5]         # the recommended patch's site comes first
     assert all(p.applicability == "insufficient" for p in d.patches if p.origin == ("train.py", 5))
+
+
+def test_equally_likely_sites_get_one_patch_that_fixes_them_all(tmp_path):
+    from tracefix.patcher import propose, settled
+    from tracefix.patcher.writing import apply
+    from tracefix.records import Diagnosis, FixSite, Traceback
+
+    (tmp_path / "models.py").write_text("import torch.nn as nn\n\n\ndef build():\n    model = nn.Linear(4, 2)\n"
+                                        "    model = model.half()\n    return model\n")
+    (tmp_path / "train.py").write_text("import torch\nfrom models import build\n\nmodel = build().to(dtype=torch.half)\n"
+                                       "scaler = torch.amp.GradScaler('cpu')\n")
+    a = FixSite(path="models.py", line=6, code="model = model.half()", col=18, kind="model-cast", score=0.9)
+    b = FixSite(path="train.py", line=4, code="model = build().to(dtype=torch.half)", col=16, kind="model-cast",
+                score=0.9)
+    diag = Diagnosis("fp16-unscale", "t", 1.0, Traceback("ValueError", "m"), fix_sites=(a, b))
+    patches = propose(diag, tmp_path)
+    first = patches[0]
+    assert first.applicability == "safe" and set(first.covers) == {("models.py", 6), ("train.py", 4)}
+    assert settled(replace(diag, patches=patches))                       # --apply may write it
+    assert not settled(replace(diag, patches=patches[1:]))               # one of them alone: not settled
+    apply(first, tmp_path)
+    assert "half" not in (tmp_path / "models.py").read_text() and "half" not in (tmp_path / "train.py").read_text()
+    for rel in ("models.py", "train.py"):
+        compile((tmp_path / rel).read_text(), rel, "exec")
+
+
+def test_merging_two_edits_of_one_text():
+    from tracefix.patcher.text import merge_edit
+
+    base = "a\nb\nc\nd\ne\n"
+    assert merge_edit(base, "a\nB\nc\nd\ne\n", "a\nb\nc\nD\ne\n") == "a\nB\nc\nD\ne\n"
+    assert merge_edit(base, "a\nb\nc\nD\ne\n", "A\nb\nc\nd\ne\n") == "A\nb\nc\nD\ne\n"
+    assert merge_edit(base, "a\nx\ny\nb\nc\nd\ne\n", "a\nb\nc\nd\n") == "a\nx\ny\nb\nc\nd\n"
+    assert merge_edit(base, base, "a\nb\nC\nd\ne\n") == "a\nb\nC\nd\ne\n"
+    assert merge_edit(base, "a\nB\nc\nd\ne\n", "a\nb\nC\nd\ne\n") is None        # adjacent lines: refused

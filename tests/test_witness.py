@@ -425,6 +425,16 @@ scaler = torch.amp.GradScaler("cpu")
 scaler.scale(model(torch.randn(3, 4, dtype=torch.float16)).float().mean()).backward()
 scaler.step(opt)
 '''),
+    # cast twice: the builder's .half(), then the caller's .to(dtype=half), which changes no dtype
+    "cast_twice.py": ("half-params", "cast", 3, '''import torch, torch.nn as nn
+def build():
+    return nn.Linear(4, 2).half()
+model = build().to(dtype=torch.float16)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+scaler.scale(model(torch.randn(3, 4, dtype=torch.float16)).float().mean()).backward()
+scaler.step(opt)
+'''),
 }
 
 
@@ -440,6 +450,9 @@ def test_witness_patterns(tmp_path):
         (tb,) = [tb for tb in read_tracebacks(io.BytesIO(proc.stderr.encode())) if tb.evidence is not None]
         top = tb.evidence.sites[0]
         assert (tb.evidence.kind, top.role, Path(top.path).name, top.line) == (kind, role, name, line), proc.stderr[-2000:]
+        if name == "cast_twice.py":       # the second cast is named too: it alone keeps them half
+            assert [(x.role, x.line) for x in tb.evidence.sites[:2]] == [("cast", 3), ("cast", 4)]
+            assert "again at" in tb.evidence.summary
 
 
 WORKERS = r'''

@@ -145,7 +145,9 @@ class Patch:
     files: Tuple[Tuple[str, str, str], ...] = field(default=(), repr=False, compare=False)
     # files: (relative path, original text, patched text); used by --apply, not serialised
     origin: Optional[Tuple[str, int]] = field(default=None, repr=False, compare=False)
-    # origin: (path, line) of the fix site this patch fixes; not serialised
+    covers: Tuple[Tuple[str, int], ...] = field(default=(), repr=False, compare=False)
+    # origin: (path, line) of the fix site this patch fixes; covers: every such site, when one patch
+    # fixes several equally likely sites at once; neither is serialised
 
 
 @dataclass(frozen=True)

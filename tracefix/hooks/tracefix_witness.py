@@ -617,6 +617,16 @@ class _Recorder:
             except Exception:
                 return set()
 
+        def wants_half(method, args, kwargs):
+            if method in ("half", "bfloat16"):
+                return True
+            for v in list(args) + list(kwargs.values()):
+                if isinstance(v, torch.dtype) and rec._half(v):
+                    return True
+                if isinstance(v, str) and ("Half" in v or "BFloat16" in v):
+                    return True
+            return False
+
         def make(method):
             def wrap(original):
                 def cast(module, *args, **kwargs):
@@ -631,6 +641,19 @@ class _Recorder:
                     try:
                         after = trainable_half(module)
                         new = sorted(after - before)
+                        kept = sorted(after & before)
+                        if not new and kept and wants_half(method, args, kwargs):
+                            # a cast to half of what already is: invisible in the dtypes, yet it
+                            # alone would keep them half once the first cast is gone
+                            dtype = ""
+                            for _n, p in module.named_parameters():
+                                if _n == kept[0]:
+                                    dtype = str(p.dtype).replace("torch.", "")
+                            rec.casts.append({"how": "%s.%s()" % (type(module).__name__, method),
+                                              "method": method, "dtype": dtype, "params": kept[:8],
+                                              "count": len(kept), "frames": _user_frames(2),
+                                              "args": _short_args(args, kwargs),
+                                              "module": type(module).__name__, "again": True})
                         if new:
                             dtype = ""
                             for _n, p in module.named_parameters():
@@ -977,12 +1000,17 @@ def _explain_cast(rec, msg):
         return None
     want = "bfloat16" if "BFloat16" in msg or "bfloat16" in msg.lower() else "float16"
     pick = [c for c in rec.casts if c["dtype"] == want] or rec.casts
-    c = pick[-1]
+    made = [c for c in pick if not c.get("again")] or pick
+    c = made[-1]
     sites = []
     if c["frames"]:
         role = "param" if c["method"] == "parameter" else "cast"
         sites.append(_site(role, c["frames"][0], c["how"] + ((" " + c["args"]) if c["args"] else "")))
-    for other in pick[:-1][-3:]:
+    again = [a for a in pick if a.get("again") and pick.index(a) > pick.index(c)][:3]
+    for a in again:
+        if a["frames"]:
+            sites.append(_site("cast", a["frames"][0], a["how"] + " again (they already were %s)" % a["dtype"]))
+    for other in [o for o in made[:-1]][-3:]:
         if other["frames"]:
             sites.append(_site("param" if other["method"] == "parameter" else "cast", other["frames"][0], other["how"]))
     n = c["count"]
@@ -990,6 +1018,8 @@ def _explain_cast(rec, msg):
     summary = "%s became %s at %s (%s%s)" % (
         what, c["dtype"], _where(c["frames"][0]) if c["frames"] else "?", c["how"],
         (", e.g. " + ", ".join(c["params"][:3])) if c["params"] else "")
+    if again and again[0]["frames"]:
+        summary += "; cast to %s again at %s (%s)" % (again[0]["dtype"], _where(again[0]["frames"][0]), again[0]["how"])
     data = {"dtype": c["dtype"], "how": c["how"], "params": c["params"], "count": c["count"], "args": c["args"]}
     return "half-params", summary, sites, data
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from pathlib import Path
-from typing import List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import tracefix.patcher as _package
 from tracefix.patcher.context import FIXERS, Context, Option
 from tracefix.patcher.cstedit import NeedWhole
-from tracefix.patcher.text import compiles, restore, unified_diff
-from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Patch
+from tracefix.patcher.text import compiles, merge_edit, normalize, restore, unified_diff
+from tracefix.records import INSUFFICIENT, SAFE, Diagnosis, FixSite, Patch
 
 # Every fix_*.py module registers its fix-site kinds with @fixer: adding one needs no edit here.
 for _mod in pkgutil.iter_modules(_package.__path__):
@@ -48,7 +48,52 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
     main.sort(key=lambda item: item[0])  # stable: site order otherwise
     # An insufficient patch (the error moves one line on) is listed, never recommended: last.
     alternatives.sort(key=lambda p: p.applicability == INSUFFICIENT)
-    return tuple([p for _, p in main] + alternatives)
+    patches = [p for _, p in main] + alternatives
+    together = _together(ctx, diag, patches)
+    return tuple(([together] if together else []) + patches)
+
+
+def _tied(diag: Diagnosis) -> List[FixSite]:
+    """The best-ranked sites when two or more on different lines share the top score."""
+    sites = sorted(diag.fix_sites, key=lambda s: -s.score)
+    if len(sites) < 2:
+        return []
+    top = [s for s in sites if s.score == sites[0].score]
+    return top if len({(s.path, s.line) for s in top}) > 1 else []
+
+
+def _together(ctx: Context, diag: Diagnosis, patches: List[Patch]) -> Optional[Patch]:
+    """One patch applying the safe main fix of each of the equally likely top sites (a model cast
+    twice, in its builder and again by its caller: removing one cast leaves the error).  Every
+    part keeps behaviour, so their sum does; None when a site has no safe fix or two overlap."""
+    tied = _tied(diag)
+    if not tied:
+        return None
+    parts: List[Patch] = []
+    for site in tied:
+        mine = [p for p in patches if p.origin == (site.path, site.line)]
+        if not mine or mine[0].applicability != SAFE:
+            return None
+        parts.append(mine[0])
+    texts: Dict[str, Tuple[str, str]] = {}
+    for part in parts:
+        for rel, old, new in part.files:
+            base = texts.get(rel, (old, old))[1]
+            merged = merge_edit(old, base, new)
+            if merged is None:
+                return None
+            texts[rel] = (old, merged)
+    files = []
+    for rel, (old, new) in texts.items():
+        if not compiles(normalize(old), normalize(new), rel):
+            return None
+        files.append((rel, old, new))
+    diff = "".join(_diff(ctx, rel, old, new) for rel, old, new in files)
+    where = ", ".join(f"{s.path}:{s.line}" for s in tied)
+    return Patch(summary=f"Fix each of the {len(tied)} equally likely sites ({where}) at once: "
+                         + "; ".join(p.summary for p in parts),
+                 applicability=SAFE, reason="", diff=diff, files=tuple(files),
+                 origin=(tied[0].path, tied[0].line), covers=tuple((s.path, s.line) for s in tied))
 
 
 def _to_patch(ctx: Context, option: Option, origin=None):
@@ -83,14 +128,15 @@ def _diff(ctx: Context, rel: str, old: str, new: str) -> str:
 
 
 def settled(diag: Diagnosis) -> bool:
-    """Does the evidence single out one fix site? (no when the top two tie on different lines)"""
-    sites = sorted(diag.fix_sites, key=lambda s: -s.score)
-    if not sites:
+    """Does the evidence single out one fix site? (no when the top two tie on different lines,
+    unless the first patch fixes every one of them at once)"""
+    if not diag.fix_sites:
         return False
-    if len(sites) == 1:
+    tied = _tied(diag)
+    if not tied:
         return True
-    first, second = sites[0], sites[1]
-    return not (first.score == second.score and (first.path, first.line) != (second.path, second.line))
+    first = diag.patches[0] if diag.patches else None
+    return first is not None and set(first.covers) >= {(s.path, s.line) for s in tied}
 
 
 def patchable(site: FixSite) -> bool:

@@ -206,3 +206,35 @@ def compiles(old: str, new: str, name: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def _changed(old: List[str], new: List[str]) -> Tuple[int, int, int]:
+    """The run of lines an edit replaced: (first, end) in ``old`` and end in ``new``."""
+    a = 0
+    while a < len(old) and a < len(new) and old[a] == new[a]:
+        a += 1
+    b = 0
+    while b < len(old) - a and b < len(new) - a and old[-1 - b] == new[-1 - b]:
+        b += 1
+    return a, len(old) - b, len(new) - b
+
+
+def merge_edit(original: str, edited: str, other: str) -> Optional[str]:
+    """``edited`` (an edit of ``original``) with ``other``'s edit of ``original`` applied too;
+    None when the two edits touch the same or adjacent lines."""
+    base = original.splitlines(keepends=True)
+    mine, theirs = edited.splitlines(keepends=True), other.splitlines(keepends=True)
+    if mine == base:
+        return other
+    edits = []
+    for lines in (mine, theirs):
+        a, e, n = _changed(base, lines)
+        edits.append((a, e, lines[a:n]))
+    (a1, e1, _), (a2, e2, _) = edits
+    if not (e2 < a1 or e1 < a2):
+        return None
+    out, at = [], 0
+    for a, e, new in sorted(edits, key=lambda t: t[0]):
+        out += base[at:a] + new
+        at = e
+    return "".join(out + base[at:])
