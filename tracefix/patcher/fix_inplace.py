@@ -9,6 +9,7 @@ import libcst as cst
 
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwarg, positional, remove_arg
+from tracefix.patcher.rebind import in_loop, reads_name, rebind_risk, view_risk
 from tracefix.records import FixSite
 
 _AUG_TO_BIN = {
@@ -24,7 +25,11 @@ _PRECEDENCE = {cst.BitOr: 1, cst.BitXor: 2, cst.BitAnd: 3, cst.LeftShift: 4, cst
 ASSIGNABLE = (cst.Name, cst.Attribute, cst.Subscript)
 _INPLACE_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]_$")
 NOT_TENSOR_INPLACE = {"requires_grad_", "share_memory_", "retain_grad_"}
-NO_OUT_OF_PLACE = {"copy_", "set_", "resize_", "resize_as_", "detach_"}
+# in-place Tensor methods without an out-of-place twin (``name[:-1]`` is no method; torch 2.13's dir(torch.Tensor))
+NO_OUT_OF_PLACE = {"apply_", "cauchy_", "copy_", "exponential_", "fill_", "fill_diagonal_", "geometric_",
+                   "log_normal_", "map2_", "map_", "normal_", "random_", "resize_as_sparse_", "set_",
+                   "share_memory_", "sparse_resize_", "sparse_resize_and_clear_", "uniform_", "zero_",
+                   "resize_", "resize_as_", "detach_"}
 VIEWS = {"view", "view_as", "reshape", "transpose", "t", "permute", "narrow", "select", "unsqueeze",
          "squeeze", "expand", "expand_as", "flatten", "unflatten", "split", "chunk", "unbind",
          "diagonal", "as_strided", "detach", "T", "mT", "movedim", "swapaxes", "unfold"}
@@ -64,9 +69,14 @@ def augassign(ctx: Context, site: FixSite) -> List[Option]:
 
     target = src.code(node.target)
     op_text = src.code(node.operator).strip()
+    risk = rebind_risk(src, node, target) if isinstance(node.target, cst.Name) else ""
     return [Option(f"Replace the in-place `{target} {op_text} ...` with an out-of-place `{target} = {target} "
-                   f"{op_text[:-1]} ...` so the tensor saved for backward keeps its value", "safe", "",
+                   f"{op_text[:-1]} ...` so the tensor saved for backward keeps its value", _label(risk), risk,
                    {site.path: src.replace(node, make)})]
+
+
+def _label(risk: str) -> str:
+    return "unsafe" if risk else "safe"
 
 
 def _inplace_call(n: cst.CSTNode) -> bool:
@@ -77,15 +87,21 @@ def _inplace_call(n: cst.CSTNode) -> bool:
 def _out_of_place(src: Source, call: cst.Call) -> Optional[cst.BaseExpression]:
     name = call.func.attr.value
     receiver = src.code(call.func.value).strip()
+    function_form = dotted(call.func.value) in _FUNCTION_MODULES
+    if name == "zero_" and not call.args and not function_form:
+        return expr(f"torch.zeros_like({receiver})")
+    if name == "fill_" and len(call.args) == 1 and not function_form and _number(call.args[0].value):
+        # only a plain number: full_like would drop the gradient of a tensor fill value
+        return expr(f"torch.full_like({receiver}, {src.code(call.args[0].value).strip()})")
     if name in NO_OUT_OF_PLACE:
         return None
-    if dotted(call.func.value) in _FUNCTION_MODULES:
-        return None if name in ("zero_", "fill_") else call.with_changes(func=call.func.with_changes(attr=cst.Name(name[:-1])))
-    if name == "zero_" and not call.args:
-        return expr(f"torch.zeros_like({receiver})")
-    if name == "fill_" and len(call.args) == 1:
-        return expr(f"torch.full_like({receiver}, {src.code(call.args[0].value).strip()})")
     return call.with_changes(func=call.func.with_changes(attr=cst.Name(name[:-1])))
+
+
+def _number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
 
 
 # Function forms whose first argument is the tensor changed in place (torch.relu_(x), F.relu_(x)).
@@ -119,16 +135,20 @@ def inplace_method(ctx: Context, site: FixSite) -> List[Option]:
             return cst.Assign(targets=[cst.AssignTarget(target=receiver)], value=new_call, semicolon=n.semicolon)
         text = src.replace(parent, make)
         new_code = src.code(call.func).strip()[:-1] if receiver is not call.func.value else f"{rcode}.{method[:-1]}"
+        risk = rebind_risk(src, parent, rcode) if isinstance(receiver, cst.Name) else ""
         return [Option(f"Replace `{called}` with `{rcode} = {new_code}(...)`: a new tensor "
-                       "instead of changing the one saved for backward", "safe", "", {site.path: _torch(text, new_call)})]
+                       "instead of changing the one saved for backward", _label(risk), risk,
+                       {site.path: _torch(text, new_call)})]
     if isinstance(parent, cst.Expr):
         return []  # a.view(-1).relu_(): nothing to assign the result to
     text = src.replace(call, lambda n: new_call)
     safe = (isinstance(parent, cst.Assign) and len(parent.targets) == 1
             and src.code(parent.targets[0].target).strip() == rcode)
-    return [Option(f"Use the out-of-place `{method[:-1]}` instead of `{method}`", "safe" if safe else "unsafe",
-                   "" if safe else f"'{rcode}' is no longer modified in place; code that reads '{rcode}' after "
-                                   "this line and relied on that change must use the returned value",
+    risk = "" if safe else (f"'{rcode}' is no longer modified in place; code that reads '{rcode}' after "
+                            "this line and relied on that change must use the returned value")
+    if safe and isinstance(receiver, cst.Name):   # `x = x.op_()`: rebound already, but a view's base lost the write
+        risk = view_risk(src, parent, rcode)
+    return [Option(f"Use the out-of-place `{method[:-1]}` instead of `{method}`", _label(risk), risk,
                    {site.path: _torch(text, new_call)})]
 
 
@@ -232,11 +252,21 @@ def inplace_subscript(ctx: Context, site: FixSite) -> List[Option]:
         return []
     if text is None:
         return []
-    safe = isinstance(base, cst.Name)
+    risk = _clone_risk(src, node, base, code)
     return [Option(f"Write into a copy: insert `{code} = {code}.clone()` before the indexed assignment, so the tensor "
-                   "saved for backward is left untouched", "safe" if safe else "unsafe",
-                   "" if safe else f"{code} then points to a copy; other references to the old tensor no longer see "
-                                   "the write", {site.path: text})]
+                   "saved for backward is left untouched", _label(risk), risk, {site.path: text})]
+
+
+def _clone_risk(src: Source, node: cst.CSTNode, base: cst.BaseExpression, code: str) -> str:
+    """Why writing into a fresh copy of ``base`` is not the same as the indexed write; "" when it is."""
+    if not isinstance(base, cst.Name):
+        return f"{code} then points to a copy; other references to the old tensor no longer see the write"
+    if reads_name(node.value, code):
+        # states[:, i + 1] = f(states[:, i]): f saves a slice of the copy, which this line then writes
+        where = " (and the loop repeats it)" if in_loop(src, node) else ""
+        return (f"the right-hand side reads '{code}', which is now the copy this line writes into: if that read "
+                f"is saved for backward, the error remains{where}")
+    return rebind_risk(src, node, code)
 
 
 def _aliased(src: Source, name: str) -> bool:
@@ -293,9 +323,10 @@ def inplace_out(ctx: Context, site: FixSite) -> List[Option]:
                           semicolon=n.semicolon)
 
     aliased = not isinstance(target, cst.Name) or _aliased(src, code)
-    return [Option(f"Assign the result instead of writing into `{code}` with out=", "unsafe" if aliased else "safe",
-                   f"{code} may be aliased (a view or another name shares its memory); those no longer see the result"
-                   if aliased else "", {site.path: src.replace(parent, make)})]
+    risk = (f"{code} may be aliased (a view or another name shares its memory); those no longer see the result"
+            if aliased else rebind_risk(src, parent, code))
+    return [Option(f"Assign the result instead of writing into `{code}` with out=", _label(risk), risk,
+                   {site.path: src.replace(parent, make)})]
 
 
 # -- optimizer.step() between two backward passes -------------------------------------------------
