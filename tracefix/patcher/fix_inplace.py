@@ -183,13 +183,31 @@ def inplace_kwarg(ctx: Context, site: FixSite) -> List[Option]:
     if src is None:
         return []
     call = src.find(site.line, site.col, cst.Call, lambda n: _true_inplace_arg(n) is not None)
+    shown = lambda c: dotted(c.func) or " ".join(src.code(c.func).split())[:40] or "the call"  # noqa: E731
     if call is None:
-        return []
+        # `inplace=flag`: the locator names such a call only when the witness saw it built in place
+        call = src.find(site.line, site.col, cst.Call, lambda n: _flag_inplace_arg(n) is not None)
+        if call is None:
+            return []
+        arg = _flag_inplace_arg(call)
+        flag = " ".join(src.code(arg.value).split())
+        text = src.replace(arg.value, lambda n: cst.Name("False"))
+        return [Option(f"Turn off inplace in `{shown(call)}(...)`: inplace=False instead of `{flag}` (True when "
+                       "it crashed), so it returns a new tensor instead of overwriting the one saved for backward",
+                       "safe", "", {site.path: text})]
     arg = _true_inplace_arg(call)
     text = src.replace(arg.value, lambda n: n.with_changes(value="False"))
-    shown = dotted(call.func) or " ".join(src.code(call.func).split())[:40] or "the call"
-    return [Option(f"Turn off inplace in `{shown}(...)` so it returns a new tensor "
+    return [Option(f"Turn off inplace in `{shown(call)}(...)` so it returns a new tensor "
                    "instead of overwriting the one saved for backward", "safe", "", {site.path: text})]
+
+
+def _flag_inplace_arg(call: cst.CSTNode) -> Optional[cst.Arg]:
+    """``inplace=<an expression>`` (a flag, a config value), not a literal."""
+    kw = keyword(call, "inplace") if isinstance(call, cst.Call) else None
+    if kw is None or isinstance(kw.value, (cst.Name, cst.SimpleString, cst.Integer)) and \
+            getattr(kw.value, "value", "") in ("True", "False", "None"):
+        return None
+    return kw if isinstance(kw.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) else None
 
 
 def _subscript_base(target: cst.BaseExpression) -> cst.BaseExpression:
@@ -605,7 +623,10 @@ def explain_unpatchable(site: FixSite) -> str:
                 "pass and backward(); move it below that backward(). tracefix moves it only when the two are in "
                 "the same block and nothing in between runs a model, reads what it changes, or zeroes the "
                 "gradients an optimizer step in it would use; here it could not prove that.")
-    return f"{site.path}:{site.line}: no automatic fix for '{site.kind}'; change this line by hand."
+    what = {"inplace-method": "in-place call", "inplace-augassign": "in-place update",
+            "inplace-subscript": "indexed write", "inplace-out": "out= call", "inplace-kwarg": "inplace= argument"}
+    return (f"{site.path}:{site.line}: tracefix cannot rewrite this {what.get(site.kind, 'line')} safely; change it "
+            "by hand (an out-of-place form, or a .clone() of the tensor before it is written).")
 
 
 # -- parameters changed in place after the forward pass, before its backward ----------------------
