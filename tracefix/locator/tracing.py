@@ -226,8 +226,8 @@ class Tracer:
         for anc in sf.ancestors(cur):
             if isinstance(anc, (ast.JoinedStr, ast.FormattedValue)):
                 return True
-            if isinstance(anc, ast.stmt):
-                break
+            if isinstance(anc, (ast.stmt, ast.Attribute, ast.Subscript)):
+                break   # f"{loss.sum().item()}" formats a reduction of the vector, not the loss itself
         return False
 
     def scalar_used(self, sf: SourceFile, scope: ast.AST, name: str) -> bool:

@@ -240,7 +240,198 @@ def loss_value(ctx: Context, site: FixSite) -> List[Option]:
         what = "assigned loss"
     if node is None:
         return []
-    return _reduction_options(ctx, src, node.value, what, site.path)
+    options = _reduction_options(ctx, src, node.value, what, site.path)
+    if site.kind == "per-sample-return":
+        on_purpose = _on_purpose(src, node, site.path)
+        options = _mark_per_sample(ctx, options, lambda how: on_purpose or _assigned_read(ctx, how))
+        built = _ask_for_mean(ctx, src, node) if on_purpose else None
+        return ([built] if built is not None else []) + options
+    return _mark_per_sample(ctx, options, lambda how: _per_sample_read(src, node, _target_name(node), site.path, how)
+                            or _assigned_read(ctx, how))
+
+
+def _mark_per_sample(ctx: Context, options: List[Option], why_for) -> List[Option]:
+    """Options that would change what later code reads: unsafe, and never recommended.
+    ``why_for(how)`` says why for the option reducing with ``how`` (mean, then sum)."""
+    hows = ("", "") if _is_complex(ctx) else ("mean", "sum")
+    for i, option in enumerate(options):
+        why = why_for(hows[i] if i < len(hows) else "")
+        if why:
+            option.applicability, option.reason, option.alternative = "unsafe", why, True
+    return options
+
+
+def _target_name(node: cst.CSTNode) -> str:
+    """The one plain name an assignment binds ('' for tuples, attributes, several targets)."""
+    if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+        return node.targets[0].target.value
+    if isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name):
+        return node.target.value
+    return ""
+
+
+def _assigned_read(ctx: Context, how: str = "") -> str:
+    """The per-sample read of the variable the locator's loss-assignment sites bind (where a
+    criterion or loss function reduced at its source would hand that variable a scalar)."""
+    for other in ctx.diag.fix_sites:
+        if other.kind != "loss-assignment":
+            continue
+        src = ctx.source(other.path)
+        node = src.find(other.line, other.col, (cst.Assign, cst.AnnAssign),
+                        lambda n: n.value is not None) if src is not None else None
+        why = _per_sample_read(src, node, _target_name(node), other.path, how) if node is not None else ""
+        if why:
+            return why
+    return ""
+
+
+def _scope_of(src: Source, node: cst.CSTNode) -> cst.CSTNode:
+    return next((a for a in src.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
+
+
+def _reads(src: Source, scope: cst.CSTNode, name: str) -> List[cst.Name]:
+    """Loads of ``name`` in ``scope`` itself (not in functions defined in it), in file order."""
+    out = []
+    for n in src.in_statement_of(scope, cst.Name):
+        if n.value != name or _scope_of(src, n) is not scope or not _is_load(src, n):
+            continue
+        out.append(n)
+    return out
+
+
+def _is_load(src: Source, n: cst.Name) -> bool:
+    parent = src.parent(n)
+    if isinstance(parent, cst.Attribute):
+        return parent.attr is not n
+    if isinstance(parent, (cst.AssignTarget, cst.For, cst.CompFor)):
+        return parent.target is not n
+    if isinstance(parent, cst.Arg):
+        return parent.keyword is not n
+    return not isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName,
+                                   cst.Del))
+
+
+def _per_sample_read(src: Source, stmt: cst.CSTNode, name: str, rel: str, how: str = "") -> str:
+    """Why giving ``name`` a scalar (reduced with ``how``) at ``stmt`` changes behaviour: its first
+    later read (same scope; in a loop, the reads before ``stmt`` too, as the next pass sees them)
+    that a scalar does not serve as the per-sample value did; "" when every read is backward() or
+    a number."""
+    if not name:
+        return ""
+    scope = _scope_of(src, stmt)
+    start, end = src.positions[stmt].start.line, src.positions[stmt].end.line
+    rebound = [src.positions[t].start.line for t in src.in_statement_of(scope, cst.AssignTarget)
+               if isinstance(t.target, cst.Name) and t.target.value == name and src.positions[t].start.line > end]
+    stop = min(rebound, default=10 ** 9)
+    loops = [a for a in src.ancestors(stmt) if isinstance(a, (cst.For, cst.While))
+             and any(b is scope for b in src.ancestors(a))]
+    loop_start = src.positions[loops[-1]].start.line if loops else start
+    for n in _reads(src, scope, name):
+        line = src.positions[n].start.line
+        if not (end < line <= stop or loop_start <= line < start) or _scalar_serves(src, n, how):
+            continue
+        stmt_code = " ".join(src.code(src.small_statement_of(n) or n).split())
+        if len(stmt_code) > 60:
+            stmt_code = stmt_code[:57] + "..."
+        return (f"'{name}' is also used per sample at {rel}:{line} ({stmt_code}); "
+                f"reducing it here changes that")
+    return ""
+
+
+def _scalar_serves(src: Source, n: cst.Name, how: str = "") -> bool:
+    """A read that a scalar serves as well: backward() itself, or a use as a number (also after
+    ``.how()``: the mean of a mean is the same number, ``loss.mean().item()``)."""
+    cur = n
+    while True:  # through loss.detach().cpu()
+        parent = src.parent(cur)
+        grand = src.parent(parent) if isinstance(parent, cst.Attribute) and parent.value is cur else None
+        if isinstance(grand, cst.Call) and grand.func is parent and (
+                parent.attr.value in _PASS_THROUGH or parent.attr.value == how and not grand.args):
+            cur = grand
+            continue
+        break
+    parent = src.parent(cur)
+    if isinstance(parent, cst.Attribute) and parent.value is cur and parent.attr.value == "backward":
+        return True
+    if isinstance(parent, cst.Arg) and isinstance(src.parent(parent), cst.Call):
+        # accelerator.backward(loss), scaler.scale(loss).backward()
+        if (dotted(src.parent(parent).func) or "").rsplit(".", 1)[-1] in ("backward", "scale"):
+            return True
+    if isinstance(parent, cst.Del):
+        return True
+    # A returned loss counts as a number too: its callers' reads are not followed here.
+    return _how_number(src, cur) in ("number", "returned")
+
+
+def _on_purpose(src: Source, ret: cst.Return, rel: str) -> str:
+    """Why this unreduced return is deliberate: other returns of the same function reduce
+    (``if self.reduction == "mean": return loss.mean()``), so this one is the per-sample branch."""
+    fn = next((a for a in src.ancestors(ret) if isinstance(a, cst.FunctionDef)), None)
+    if fn is None:
+        return ""
+    reduced = [r for r in src.in_statement_of(fn, cst.Return) if r is not ret and r.value is not None
+               and _scope_of(src, r) is fn and is_reduced(r.value)]
+    if not reduced:
+        return ""
+    other = reduced[0]
+    test = next((a.test for a in src.ancestors(other) if isinstance(a, cst.If)), None)
+    when = f"none of its reducing branches applies ({' '.join(src.code(test).split())} returns " \
+           f"{' '.join(src.code(other.value).split())} at {rel}:{src.positions[other].start.line})" \
+        if test is not None else f"it does not reach {rel}:{src.positions[other].start.line}"
+    cls = next((a for a in src.ancestors(fn) if isinstance(a, cst.ClassDef)), None)
+    owner = f"{cls.name.value}." if cls is not None else ""
+    return (f"{owner}{fn.name.value}() returns per-sample values on purpose when {when}; reducing this return "
+            f"breaks every caller that asks for per-sample values")
+
+
+def _reduction_default(src: Source, ret: cst.Return) -> Optional[cst.ClassDef]:
+    """The loss class whose method holds ``ret`` when its ``__init__`` takes ``reduction="none"``
+    by default and keeps it in ``self.reduction`` (so the caller chooses per-sample values)."""
+    cls = next((a for a in src.ancestors(ret) if isinstance(a, cst.ClassDef)), None)
+    init = next((f for f in (cls.body.body if cls is not None else ())
+                 if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+    if init is None:
+        return None
+    params = [*init.params.params, *init.params.kwonly_params]
+    if not any(p.name.value == "reduction" and p.default is not None and _string_value(p.default) == "none"
+               for p in params):
+        return None
+    kept = any(isinstance(a.value, cst.Name) and a.value.value == "reduction" and len(a.targets) == 1
+               and src.code(a.targets[0].target).strip() == "self.reduction"
+               for a in src.in_statement_of(init, cst.Assign))
+    return cls if kept else None
+
+
+def _ask_for_mean(ctx: Context, src: Source, ret: cst.Return) -> Optional[Option]:
+    """Build the loss object with reduction="mean" where the crashing code constructs it
+    (``self.criterion = FocalLoss()``), leaving the class and its per-sample mode alone."""
+    cls = _reduction_default(src, ret)
+    if cls is None:
+        return None
+    for other in ctx.diag.fix_sites:
+        osrc = ctx.source(other.path) if other.kind == "loss-assignment" else None
+        node = osrc.find(other.line, other.col, (cst.Assign, cst.AnnAssign),
+                         lambda n: n.value is not None) if osrc is not None else None
+        if node is None or not isinstance(node.value, cst.Call):
+            continue
+        holder = osrc.code(node.value.func).strip()         # self.criterion
+        ctor = next((a.value for a in osrc.all(cst.Assign) if len(a.targets) == 1
+                     and osrc.code(a.targets[0].target).strip() == holder and isinstance(a.value, cst.Call)
+                     and dotted(a.value.func).rsplit(".", 1)[-1] == cls.name.value), None)
+        if ctor is None or keyword(ctor, "reduction") or any(a.star for a in ctor.args) or positional(ctor):
+            continue    # reduction given already, or perhaps positionally
+        text = osrc.replace(ctor, lambda n: add_arg(n, kwarg("reduction", expr('"mean"'))))
+        why = _per_sample_read(osrc, node, _target_name(node), other.path, "mean")
+        calls = [c for c in osrc.all(cst.Call) if osrc.code(c.func).strip() == holder]
+        elsewhere = next((c for c in calls if c is not node.value), None)
+        if not why and elsewhere is not None:   # another use of the same object would get the mean too
+            why = (f"{holder} is also called at {other.path}:{osrc.positions[elsewhere].start.line}, "
+                   f"which then gets the mean too")
+        line = osrc.positions[ctor].start.line
+        return Option(f'Build {cls.name.value} with reduction="mean" at {other.path}:{line} (its default '
+                      f"'none' returns per-sample values; {MEAN_WHY})", "unsafe" if why else "safe", why,
+                      {other.path: text}, demote=bool(why))
+    return None
 
 
 def _string_value(node: cst.CSTNode) -> Optional[str]:
@@ -269,13 +460,21 @@ def criterion_reduction(ctx: Context, site: FixSite) -> List[Option]:
     if arg is None:
         return []
     value = arg.value
-    return [
+    call = src.parent(arg)
+    # F.cross_entropy(..., reduction="none") assigned straight to a name: that name gets the scalar
+    # (a constructor's name is the criterion itself: the locator's loss-assignment sites hold its output).
+    direct = src.parent(call) if isinstance(call, cst.Call) and \
+        (dotted(call.func) or "x").rsplit(".", 1)[-1][:1].islower() else None
+    def why_for(how: str) -> str:
+        return (_per_sample_read(src, direct, _target_name(direct), site.path, how)
+                if isinstance(direct, (cst.Assign, cst.AnnAssign)) else "") or _assigned_read(ctx, how)
+    return _mark_per_sample(ctx, [
         Option("Let the criterion average the per-sample losses: reduction='mean' "
                f"({MEAN_WHY})", "safe", "", {site.path: src.replace(value, lambda n: _with_string(n, "mean"))}),
         Option("Let the criterion sum the per-sample losses: reduction='sum'", "unsafe",
                "gradients then grow with the batch size", {site.path: src.replace(value, lambda n: _with_string(n, "sum"))},
                alternative=True),
-    ]
+    ], why_for)
 
 
 @fixer("autograd-grad")

@@ -91,13 +91,17 @@ class _Nonscalar(Tracer):
         if evidence_only and crit is None and not loss_returns:
             return
         if loss_returns:
-            unreduced = []
+            unreduced, reds = [], []
             for rsf, ret in loss_returns:
                 red = self._reduced_origin(rsf, rsf.scope_of(ret), ret.value, ret.lineno + 1)
                 if red is not None:
-                    self._note_reduced(red)
+                    reds.append(red)
                 else:
                     unreduced.append((rsf, ret))
+            # Reduced on some branches only (`if self.reduction == "mean": return loss.mean()`): the
+            # per-sample branch is on purpose, not a file fixed since the log.
+            for red in reds if not unreduced else ():
+                self._note_reduced(red)
             loss_returns = unreduced or loss_returns
             for rsf, ret in loss_returns:
                 self.ctx.add(rsf, ret.lineno, ret.value.col_offset, "per-sample-return",
@@ -351,14 +355,14 @@ class _Nonscalar(Tracer):
             for fn in sf.functions():
                 if fn.name not in LOSS_FN_NAMES:
                     continue
-                for ret in returns(fn):
-                    if isinstance(ret.value, ast.Constant):
+                rets = [r for r in returns(fn) if not isinstance(r.value, ast.Constant)]
+                reds = [self._reduced_origin(sf, fn, r.value, r.lineno + 1) for r in rets]
+                for red in reds if all(reds) else ():   # some branch unreduced: on purpose, see _backward
+                    self._note_reduced(red)
+                for ret, red in zip(rets, reds):
+                    if red is not None:
                         continue
                     value = ret.value
-                    red = self._reduced_origin(sf, fn, value, ret.lineno + 1)
-                    if red is not None:
-                        self._note_reduced(red)
-                        continue
                     crit = self._crit_origin(sf, fn, value, ret.lineno + 1, value)
                     if crit is None and isinstance(value, ast.IfExp):
                         crit = self._crit_origin(sf, fn, value.orelse, ret.lineno + 1, value.orelse)
