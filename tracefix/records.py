@@ -125,6 +125,7 @@ class FixSite(Site):
     kind: str = ""
     score: float = 0.0           # higher ranks first
     searched: bool = False       # found by searching the project, not from the log's frames: a candidate
+    ambiguous: bool = False      # the log's file fits several files here; this site is in one of them
 
 
 SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"

@@ -116,6 +116,8 @@ class LocateContext:
                     self.mapped = [alt] + saved[1:]
                     strategy(self)
                 self.mapped = saved
+                # rivals, not partners: no patch may fix "all of them" at once
+                self.sites = [replace(s, ambiguous=True) for s in self.sites]
             apply_evidence(self)
         if self._project is not None:
             for rel, err in sorted(self._project.errors.items()):

@@ -67,8 +67,8 @@ def _together(ctx: Context, diag: Diagnosis, patches: List[Patch]) -> Optional[P
     twice, in its builder and again by its caller: removing one cast leaves the error).  Every
     part keeps behaviour, so their sum does; None when a site has no safe fix or two overlap."""
     tied = _tied(diag)
-    if not tied:
-        return None
+    if not tied or any(s.ambiguous or s.searched for s in tied):
+        return None         # copies the log may have come from, or search finds: rivals, not partners
     parts: List[Patch] = []
     for site in tied:
         mine = [p for p in patches if p.origin == (site.path, site.line)]
