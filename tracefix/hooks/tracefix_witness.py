@@ -627,6 +627,16 @@ class _Recorder:
                     return True
             return False
 
+        def record(module, method, names, args, kwargs, again):
+            dtype = ""
+            for n, p in module.named_parameters():
+                if n == names[0]:
+                    dtype = str(p.dtype).replace("torch.", "")
+            rec.casts.append({"how": "%s.%s()" % (type(module).__name__, method), "method": method,
+                              "dtype": dtype, "params": names[:8], "count": len(names),
+                              "frames": _user_frames(3), "args": _short_args(args, kwargs),
+                              "module": type(module).__name__, "again": again})
+
         def make(method):
             def wrap(original):
                 def cast(module, *args, **kwargs):
@@ -642,28 +652,12 @@ class _Recorder:
                         after = trainable_half(module)
                         new = sorted(after - before)
                         kept = sorted(after & before)
-                        if not new and kept and wants_half(method, args, kwargs):
+                        if new:
+                            record(module, method, new, args, kwargs, again=False)
+                        elif kept and wants_half(method, args, kwargs):
                             # a cast to half of what already is: invisible in the dtypes, yet it
                             # alone would keep them half once the first cast is gone
-                            dtype = ""
-                            for _n, p in module.named_parameters():
-                                if _n == kept[0]:
-                                    dtype = str(p.dtype).replace("torch.", "")
-                            rec.casts.append({"how": "%s.%s()" % (type(module).__name__, method),
-                                              "method": method, "dtype": dtype, "params": kept[:8],
-                                              "count": len(kept), "frames": _user_frames(2),
-                                              "args": _short_args(args, kwargs),
-                                              "module": type(module).__name__, "again": True})
-                        if new:
-                            dtype = ""
-                            for _n, p in module.named_parameters():
-                                if _n == new[0]:
-                                    dtype = str(p.dtype).replace("torch.", "")
-                            rec.casts.append({"how": "%s.%s()" % (type(module).__name__, method),
-                                              "method": method, "dtype": dtype, "params": new[:8],
-                                              "count": len(new), "frames": _user_frames(2),
-                                              "args": _short_args(args, kwargs),
-                                              "module": type(module).__name__})
+                            record(module, method, kept, args, kwargs, again=True)
                     except Exception:
                         pass
                     return out

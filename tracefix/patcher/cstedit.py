@@ -10,6 +10,7 @@ import libcst as cst
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
+from tracefix.patcher.text import changed_run
 from tracefix.pysource import module_spans
 
 NodeTest = Callable[[cst.CSTNode], bool]
@@ -156,16 +157,11 @@ class Source:
         if not self.elided:
             return code
         old, new = self.parsed.split("\n"), code.split("\n")
-        a = 0
-        while a < len(old) and a < len(new) and old[a] == new[a]:
-            a += 1
-        b = 0
-        while b < len(old) - a and b < len(new) - a and old[-1 - b] == new[-1 - b]:
-            b += 1
-        if any(line in self.elided for line in range(a + 1, len(old) - b + 1)):
+        a, end, new_end = changed_run(old, new)
+        if any(line in self.elided for line in range(a + 1, end + 1)):
             raise NeedWhole(a + 1)
-        whole = self.text.split("\n")
-        return "\n".join(whole[:a] + new[a:len(new) - b] + whole[len(whole) - b:])
+        whole = self.text.split("\n")      # as many lines as the parsed text
+        return "\n".join(whole[:a] + new[a:new_end] + whole[end:])
 
     def _replace_tree(self, node: cst.CSTNode, make: Callable[[cst.CSTNode], object]) -> Optional[cst.Module]:
         """The module with ``node`` replaced, rebuilding only its ancestors (None: use the visitor)."""

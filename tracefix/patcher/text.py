@@ -152,12 +152,10 @@ def unified_diff(rel: str, before: str, after: str) -> str:
     # difflib sees only the lines between the common head and tail (and three of context), whose
     # hunks then move down by the lines cut from the head: the same diff, for a long file in far less time
     # (difflib may then place an inserted copy of a neighbouring line elsewhere: as valid a diff)
-    head = tail = cut = 0
+    cut = 0
     if len(a) > TRIM_DIFF_ABOVE:
-        while head < len(a) and head < len(b) and a[head] == b[head]:
-            head += 1
-        while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
-            tail += 1
+        head, end, _ = changed_run(a, b)
+        tail = len(a) - end
         cut = max(0, head - 3)
         a, b = a[cut:len(a) - max(0, tail - 3)], b[cut:len(b) - max(0, tail - 3)]
     out = []
@@ -185,13 +183,8 @@ def compiles(old: str, new: str, name: str) -> bool:
     spans = None if len(new) < COMPILE_WHOLE_BELOW or "__future__" in new else module_spans(old)
     if spans:
         o, n = old.split("\n"), new.split("\n")
-        a = 0
-        while a < len(o) and a < len(n) and o[a] == n[a]:
-            a += 1
-        b = 0
-        while b < len(o) - a and b < len(n) - a and o[-1 - b] == n[-1 - b]:
-            b += 1
-        first, last = a + 1, max(a + 1, len(o) - b)  # old lines (1-based) that the edit replaced
+        a, end, _ = changed_run(o, n)
+        first, last = a + 1, max(a + 1, end)  # old lines (1-based) that the edit replaced
         starts = [span[0] for span in spans]
         # from the statement before the first one touched: an indented new line may continue it
         before = [x for x in starts if x <= first][-2:]
@@ -208,8 +201,9 @@ def compiles(old: str, new: str, name: str) -> bool:
     return True
 
 
-def _changed(old: List[str], new: List[str]) -> Tuple[int, int, int]:
-    """The run of lines an edit replaced: (first, end) in ``old`` and end in ``new``."""
+def changed_run(old: List[str], new: List[str]) -> Tuple[int, int, int]:
+    """The one run of lines an edit replaced (between the common head and tail): its first index,
+    its end in ``old`` and its end in ``new``."""
     a = 0
     while a < len(old) and a < len(new) and old[a] == new[a]:
         a += 1
@@ -228,7 +222,7 @@ def merge_edit(original: str, edited: str, other: str) -> Optional[str]:
         return other
     edits = []
     for lines in (mine, theirs):
-        a, e, n = _changed(base, lines)
+        a, e, n = changed_run(base, lines)
         edits.append((a, e, lines[a:n]))
     (a1, e1, _), (a2, e2, _) = edits
     if not (e2 < a1 or e1 < a2):
