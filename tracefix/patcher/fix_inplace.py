@@ -9,7 +9,7 @@ import libcst as cst
 
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwarg, positional, remove_arg
-from tracefix.patcher.rebind import in_loop, reads_name, rebind_risk, view_risk
+from tracefix.patcher.rebind import in_loop, names_read as _names, reads_name, rebind_risk, view_risk
 from tracefix.records import FixSite
 
 _AUG_TO_BIN = {
@@ -359,33 +359,6 @@ def _is_optimizer(call: cst.CSTNode) -> bool:
         return False
     parts = dotted(call.func).split(".")
     return parts[-1] in OPTIMIZERS or any(p in ("optim", "optimizer", "optimizers") for p in parts[:-1])
-
-
-def _names(node: cst.CSTNode, skip_callees: bool = False) -> Set[str]:
-    """Names read in ``node`` (not attribute names, keyword names or, with skip_callees, f in f(...))."""
-    out: Set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Call(self, n: cst.Call) -> bool:
-            if not (skip_callees and isinstance(n.func, cst.Name)):
-                n.func.visit(self)
-            for a in n.args:
-                a.visit(self)
-            return False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            out.add(n.value)
-
-    node.visit(V())
-    return out
 
 
 def _mentions(node: cst.CSTNode, names: Set[str], dotted_names: Set[str]) -> bool:

@@ -8,7 +8,7 @@ the new value reaches the code that read the old one: ``N`` is read afterwards i
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -62,9 +62,9 @@ def view_risk(src: Source, stmt: cst.CSTNode, name: str) -> str:
             f"(read at line {src.line_of(reads[0])}), which the out-of-place form no longer does")
 
 
-def reads_name(node: cst.CSTNode, name: str) -> bool:
-    """Does ``node`` mention the variable ``name`` (not an attribute or keyword of that name)?"""
-    found = []
+def names_read(node: cst.CSTNode, skip_callees: bool = False) -> Set[str]:
+    """Names read in ``node`` (not attribute names, keyword names or, with skip_callees, f in f(...))."""
+    out: Set[str] = set()
 
     class V(cst.CSTVisitor):
         def visit_Attribute(self, n: cst.Attribute) -> bool:
@@ -75,12 +75,23 @@ def reads_name(node: cst.CSTNode, name: str) -> bool:
             n.value.visit(self)
             return False
 
+        def visit_Call(self, n: cst.Call) -> bool:
+            if not (skip_callees and isinstance(n.func, cst.Name)):
+                n.func.visit(self)
+            for a in n.args:
+                a.visit(self)
+            return False
+
         def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                found.append(n)
+            out.add(n.value)
 
     node.visit(V())
-    return bool(found)
+    return out
+
+
+def reads_name(node: cst.CSTNode, name: str) -> bool:
+    """Does ``node`` mention the variable ``name`` (not an attribute or keyword of that name)?"""
+    return name in names_read(node)
 
 
 def in_loop(src: Source, stmt: cst.CSTNode) -> bool:
