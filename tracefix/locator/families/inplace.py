@@ -52,9 +52,12 @@ class _Inplace(Tracer):
         fam = op_family(node)
         if fam == "view":
             # AsStrided & co.: a view (weight.t() saved by a Linear) whose base was changed in place,
-            # typically a parameter updated after the forward pass, or by a step between two backwards
+            # typically a parameter updated after the forward pass, or (when no such update is found:
+            # a step between backwards is told by line order alone) by a step between two backwards
+            found = len(self.ctx.sites)
             self._params_updated_before_backward()
-            self._step_between()
+            if len(self.ctx.sites) == found:
+                self._step_between()
         if self.ctx.anomaly_mapped and self._inplace_from_anomaly(fam):
             return
         files = self.ctx.search_files()
