@@ -392,10 +392,12 @@ def test_equally_likely_sites_get_one_patch_that_fixes_them_all(tmp_path):
     a = FixSite(path="models.py", line=6, code="model = model.half()", col=18, kind="model-cast", score=0.9)
     b = FixSite(path="train.py", line=4, code="model = build().to(dtype=torch.half)", col=16, kind="model-cast",
                 score=0.9)
-    diag = Diagnosis("fp16-unscale", "t", 1.0, Traceback("ValueError", "m"), fix_sites=(a, b))
+    diag = Diagnosis("fp16-unscale", "t", 1.0, Traceback("ValueError", "m"), fix_sites=(a, b), rival_sites=True)
     patches = propose(diag, tmp_path)
     first = patches[0]
     assert first.applicability == "safe" and set(first.covers) == {("models.py", 6), ("train.py", 4)}
+    parts = [p for p in patches[1:] if p.origin in first.covers and "remove the fp16 cast" in p.summary]
+    assert len(parts) == 2 and all(p.applicability == "unsafe" and "fixes only" in p.reason for p in parts)
     assert settled(replace(diag, patches=patches))                       # --apply may write it
     assert not settled(replace(diag, patches=patches[1:]))               # one of them alone: not settled
     apply(first, tmp_path)
@@ -413,3 +415,23 @@ def test_merging_two_edits_of_one_text():
     assert merge_edit(base, "a\nx\ny\nb\nc\nd\ne\n", "a\nb\nc\nd\n") == "a\nx\ny\nb\nc\nd\n"
     assert merge_edit(base, base, "a\nb\nC\nd\ne\n") == "a\nb\nC\nd\ne\n"
     assert merge_edit(base, "a\nB\nc\nd\ne\n", "a\nb\nC\nd\ne\n") is None        # adjacent lines: refused
+
+
+def test_a_fix_of_a_less_likely_rival_site_is_not_called_safe(tmp_path):
+    from tracefix.patcher import propose
+    from tracefix.records import Diagnosis, FixSite, Traceback
+
+    (tmp_path / "model.py").write_text("def forward(self, x):\n    u = self.up(x)\n    u += self.shift\n"
+                                       "    g = torch.sigmoid(self.gate(x))\n    h = u * g\n    g *= 0.5\n"
+                                       "    return h + g\n")
+    likely = FixSite(path="model.py", line=6, code="g *= 0.5", col=4, kind="inplace-augassign", score=0.8)
+    decoy = FixSite(path="model.py", line=3, code="u += self.shift", col=4, kind="inplace-augassign", score=0.3)
+    rivals = Diagnosis("inplace-modification", "t", 1.0, Traceback("RuntimeError", "m"),
+                       fix_sites=(likely, decoy), rival_sites=True)
+    patches = propose(rivals, tmp_path)
+    assert patches[0].origin == ("model.py", 6) and patches[0].applicability == "safe"
+    other = next(p for p in patches if p.origin == ("model.py", 3))
+    assert other.applicability == "unsafe" and "less likely site than model.py:6" in other.reason
+    # links of one chain (nonscalar): every link's fix removes the error, its own label stands
+    chain = replace(rivals, rival_sites=False)
+    assert next(p for p in propose(chain, tmp_path) if p.origin == ("model.py", 3)).applicability == "safe"

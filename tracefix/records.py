@@ -163,6 +163,9 @@ class Diagnosis:
     fix_sites: Tuple[FixSite, ...] = ()
     patches: Tuple[Patch, ...] = ()
     notes: Tuple[str, ...] = ()                     # e.g. "models/net.py changed since the log was written"
+    rival_sites: bool = False   # the fix sites are rival explanations (which write, which cast),
+    #                             not links of one chain (a criterion, the loss it makes, its backward);
+    #                             the locator sets it from its family module's RIVAL_SITES
 
     def field(self, name: str, default: str = "") -> str:
         return dict(self.fields).get(name, default)

@@ -26,12 +26,15 @@ FIXED_SINCE = "the file seems to have been fixed since this log was written"
 
 Strategy = Callable[["LocateContext"], None]
 _FAMILIES: Dict[str, Optional[Strategy]] = {}
+_RIVALS: Dict[str, bool] = {}
 
 
 def family(name: str) -> Optional[Strategy]:
-    """The ``run`` of ``tracefix.locator.families.<name>``; None for 'none' or an unknown name."""
+    """The ``run`` of ``tracefix.locator.families.<name>``; None for 'none' or an unknown name.
+    The module's ``RIVAL_SITES`` (default True) says whether its sites are rival explanations."""
     if name not in _FAMILIES:
         run = None
+        module = None
         if name and name != "none":
             try:
                 module = importlib.import_module(f"tracefix.locator.families.{name.replace('-', '_')}")
@@ -39,6 +42,7 @@ def family(name: str) -> Optional[Strategy]:
                 module = None
             run = getattr(module, "run", None)
         _FAMILIES[name] = run
+        _RIVALS[name] = bool(getattr(module, "RIVAL_SITES", True))
     return _FAMILIES[name]
 
 
@@ -124,7 +128,8 @@ class LocateContext:
                 self.notes.append(f"{rel} {err}; it was skipped.")
         sites = rank(self.sites)
         notes = tuple(dict.fromkeys(list(self.diag.notes) + self.notes))
-        return replace(self.diag, crash_site=crash_site, fix_sites=tuple(sites), notes=notes)
+        return replace(self.diag, crash_site=crash_site, fix_sites=tuple(sites), notes=notes,
+                       rival_sites=_RIVALS.get(self.strategy, True))
 
     def _alternatives(self, m: MappedFrame) -> List[MappedFrame]:
         out = []

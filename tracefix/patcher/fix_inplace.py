@@ -598,8 +598,10 @@ def explain_unpatchable(site: FixSite) -> str:
                 "gradients an optimizer step in it would use; here it could not prove that.")
     what = {"inplace-method": "in-place call", "inplace-augassign": "in-place update",
             "inplace-subscript": "indexed write", "inplace-out": "out= call", "inplace-kwarg": "inplace= argument"}
-    return (f"{site.path}:{site.line}: tracefix cannot rewrite this {what.get(site.kind, 'line')} safely; change it "
-            "by hand (an out-of-place form, or a .clone() of the tensor before it is written).")
+    if site.kind in what:
+        return (f"{site.path}:{site.line}: tracefix cannot rewrite this {what[site.kind]} safely; change it "
+                "by hand (an out-of-place form, or a .clone() of the tensor before it is written).")
+    return f"{site.path}:{site.line}: tracefix cannot rewrite this line safely; change it by hand (see the reason above)."
 
 
 # -- parameters changed in place after the forward pass, before its backward ----------------------

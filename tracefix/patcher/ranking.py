@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 import pkgutil
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -10,7 +11,7 @@ import tracefix.patcher as _package
 from tracefix.patcher.context import FIXERS, Context, Option
 from tracefix.patcher.cstedit import NeedWhole
 from tracefix.patcher.text import compiles, merge_edit, normalize, restore, unified_diff
-from tracefix.records import INSUFFICIENT, SAFE, Diagnosis, FixSite, Patch
+from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Patch
 
 # Every fix_*.py module registers its fix-site kinds with @fixer: adding one needs no edit here.
 for _mod in pkgutil.iter_modules(_package.__path__):
@@ -50,7 +51,47 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
     alternatives.sort(key=lambda p: p.applicability == INSUFFICIENT)
     patches = [p for _, p in main] + alternatives
     together = _together(ctx, diag, patches)
+    patches = _rivals_hedged(diag, patches, together)
     return tuple(([together] if together else []) + patches)
+
+
+_CAUSES = {"write": ("inplace-", "optimizer-step-between", "param-update-before-backward",
+                     "param-step-before-backward"),
+           "cast": ("model-cast", "torch-dtype-fp16", "default-dtype", "param-dtype")}
+# (config-dtype is not a rival cast: it is the value a cast reads, so fixing either fixes both)
+
+
+def _cause(kind: str) -> str:
+    """What a fix-site kind blames: a write, a cast, or (anything else) itself."""
+    return next((c for c, prefixes in _CAUSES.items() if kind.startswith(prefixes)), kind)
+
+
+def _rivals_hedged(diag: Diagnosis, patches: List[Patch], together: Optional[Patch]) -> List[Patch]:
+    """Where the sites are rival explanations (which write, which cast), a safe fix of a less
+    likely site, or of one of several equally likely ones, may leave the error: say so (unsafe)."""
+    if not diag.rival_sites or not diag.fix_sites:
+        return patches
+    best = max(s.score for s in diag.fix_sites)
+    top = [s for s in diag.fix_sites if s.score == best]
+    kinds = {(s.path, s.line): s.kind for s in diag.fix_sites}
+    rival_of_top = {_cause(s.kind) for s in top}
+    covered = set(together.covers) if together is not None else set()
+    out = []
+    for p in patches:
+        # only a rival cause (another write, another cast) is in doubt; a different remedy of the
+        # same cause (drop the GradScaler instead of the bf16 cast) fixes it as well
+        if p.applicability == SAFE and p.origin is not None and _cause(kinds.get(p.origin, "")) in rival_of_top:
+            where = f"{p.origin[0]}:{p.origin[1]}"
+            if p.origin in covered:
+                why = (f"it fixes only {where} of the {len(covered)} equally likely sites; where the others "
+                       f"run too, the error remains (patch 1 fixes them all)")
+                p = replace(p, applicability=UNSAFE, reason=why)
+            elif p.origin not in {(s.path, s.line) for s in top}:
+                why = (f"{where} is a less likely site than {top[0].path}:{top[0].line}: the change keeps "
+                       f"behaviour, but the error remains unless it comes from here")
+                p = replace(p, applicability=UNSAFE, reason=why)
+        out.append(p)
+    return out
 
 
 def _tied(diag: Diagnosis) -> List[FixSite]:
