@@ -111,10 +111,10 @@ def _spans_of(tree: ast.Module) -> Tuple[Tuple[int, int, bool], ...]:
     return tuple(out)
 
 
-def remember_spans(text: str, tree: ast.Module) -> None:
+def remember_spans(text: str, spans: Tuple[Tuple[int, int, bool], ...]) -> None:
     if len(_SPANS) >= _SPANS_KEPT:
         _SPANS.pop(next(iter(_SPANS)))
-    _SPANS[text] = _spans_of(tree)
+    _SPANS[text] = spans
 
 
 def module_spans(text: str) -> Optional[Tuple[Tuple[int, int, bool], ...]]:
@@ -126,8 +126,8 @@ def module_spans(text: str) -> Optional[Tuple[Tuple[int, int, bool], ...]]:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             return None
-        remember_spans(text, tree)
-        got = _SPANS[text]
+        got = _spans_of(tree)
+        remember_spans(text, got)
     return got
 
 
@@ -142,6 +142,7 @@ class SourceFile:
         self._parents: Optional[Dict[int, ast.AST]] = None
         self._top_parents: Dict[int, Dict[int, ast.AST]] = {}
         self._top_spans: Optional[Tuple[List[int], List[int]]] = None
+        self.spans: Tuple[Tuple[int, int, bool], ...] = ()   # see module_spans
         self._funcs: Optional[List[ast.AST]] = None
         self._imports: Optional[Dict[str, Tuple[str, Optional[str], int]]] = None
         self._own: Dict[int, List[ast.AST]] = {}
@@ -154,7 +155,8 @@ class SourceFile:
             return
         try:
             self.tree = ast.parse(text, filename=rel)
-            remember_spans(self.text, self.tree)
+            self.spans = _spans_of(self.tree)
+            remember_spans(self.text, self.spans)
         except SyntaxError as exc:
             self.error = f"has a syntax error at line {exc.lineno}"
         except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
@@ -175,8 +177,7 @@ class SourceFile:
     def _tops(self) -> Tuple[List[int], List[int]]:
         """First and last line of each module-level statement (decorators included), in order."""
         if self._top_spans is None:
-            spans = _spans_of(self.tree) if self.tree is not None else ()
-            self._top_spans = ([first for first, _, _ in spans], [last for _, last, _ in spans])
+            self._top_spans = ([first for first, _, _ in self.spans], [last for _, last, _ in self.spans])
         return self._top_spans
 
     def top_index(self, line: int) -> Optional[int]:

@@ -104,6 +104,8 @@ def _caller_before_backward(ctx, ev: Evidence) -> None:
 
 
 def _mapped_site(ctx, es) -> Optional[Tuple[str, int]]:
+    """(rel path, line) of an evidence site under root; None when it is not under root, or does
+    not tell which file."""
     if es is None:
         return None
     cands = frame_candidates(Frame(path=es.path, line=es.line, func="", code=es.code or None), ctx.root, ctx.index)
@@ -114,13 +116,8 @@ def _local_lines(ctx, ev: Evidence) -> List[Tuple[str, int]]:
     """(rel path, line) of the evidence's sites that are files under root, in the witness's order."""
     out: List[Tuple[str, int]] = []
     for s in ev.sites:
-        if s.role not in ROLES:
-            continue
-        cands = frame_candidates(Frame(path=s.path, line=s.line, func="", code=s.code or None), ctx.root, ctx.index)
-        if len(cands) != 1:
-            continue              # not under root, or not telling which file
-        key = (cands[0].rel_path, cands[0].line)
-        if key not in out:
+        key = _mapped_site(ctx, s) if s.role in ROLES else None
+        if key is not None and key not in out:
             out.append(key)
     return out
 
@@ -149,14 +146,6 @@ def _with(site: FixSite, score: float, prefix: str) -> FixSite:
     return replace(site, score=round(score, 3), reason=reason)
 
 
-def _base(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
-
-
-def _is_constant(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant)
-
-
 def _site_from_line(ctx, sf: SourceFile, line: int, ev: Evidence, score: float) -> None:
     """A fix site of the kind the code on ``line`` shows, for what the evidence says happened."""
     stmt = sf.stmt_at(line)
@@ -166,12 +155,12 @@ def _site_from_line(ctx, sf: SourceFile, line: int, ev: Evidence, score: float) 
     nodes = [n for n in ast.walk(stmt) if getattr(n, "lineno", None) == line] or list(ast.walk(stmt))
     if ev.kind in ("inplace-write", "param-update"):
         # a module the witness saw built with inplace=True here, whatever expression said so
-        built_inplace = any(es.role == "construct" and es.line == line and "inplace=True" in es.detail
-                            and _base(es.path) == _base(sf.rel) for es in ev.sites)
+        built_inplace = any(es.role == "construct" and "inplace=True" in es.detail
+                            and _mapped_site(ctx, es) == (sf.rel, line) for es in ev.sites)
         for n in nodes:
             if isinstance(n, ast.Call):
                 kw = keyword(n, "inplace")
-                if kw is not None and (is_true(kw.value) or built_inplace and not _is_constant(kw.value)):
+                if kw is not None and (is_true(kw.value) or built_inplace and not isinstance(kw.value, ast.Constant)):
                     return ctx.add(sf, kw.lineno, kw.col_offset, "inplace-kwarg", why, score)
                 out = keyword(n, "out")
                 if out is not None:
