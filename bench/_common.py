@@ -82,9 +82,26 @@ def run(cmd, stdin=None) -> tuple:
 
 def cpu_time(cmd, stdin=None) -> float:
     """CPU seconds (user + system) of one command: steadier than wall time on a busy machine."""
+    return timed(cmd, stdin)[1]
+
+
+def timed(cmd, stdin=None) -> tuple:
+    """(wall seconds, CPU seconds) of one run of a command, measured by a fresh wrapper process."""
     out = subprocess.run([PY, "-c", MEASURE, str(stdin or "-"), *cmd], capture_output=True, text=True, check=True,
                          env=ENV, cwd=CWD)
-    return float(out.stdout.split()[3])
+    fields = out.stdout.split()
+    return float(fields[1]), float(fields[3])
+
+
+def interleaved(cmds: dict, n: int) -> dict:
+    """{name: (median wall, median CPU)} of n rounds that each run every command once, in turn.
+    Load that comes and goes then falls on a command and its reference alike, so their ratio
+    moves less than when each is timed n times in a row."""
+    got = {name: [] for name in cmds}
+    for _ in range(n):
+        for name, cmd in cmds.items():
+            got[name].append(timed(cmd))
+    return {name: (statistics.median(w for w, _ in ts), statistics.median(c for _, c in ts)) for name, ts in got.items()}
 
 
 def shell(cmd: str) -> float:

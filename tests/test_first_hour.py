@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
+from tracefix.record import replace
 from pathlib import Path
 
 import pytest

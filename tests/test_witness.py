@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from tracefix.record import replace
 from pathlib import Path
 
 import pytest

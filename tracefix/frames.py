@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .record import record, replace
 from .records import Frame
 
 SKIP_DIRS = frozenset({
@@ -86,7 +86,7 @@ def _norm_code(text: str) -> str:
     return "".join(text.split())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MappedFrame:
     frame: Frame
     local_path: Path                    # absolute, resolved, inside root

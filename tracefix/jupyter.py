@@ -28,9 +28,10 @@ import tempfile
 import time
 import traceback
 import warnings
-from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
+
+from tracefix.record import replace
 
 SESSION = "session.ipynb"
 _ATTR = "_tracefix_extension"

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from tracefix.record import record
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "knowledge"
 
@@ -33,7 +34,7 @@ class KnowledgeError(Exception):
     """A knowledge entry is malformed; the message names the file and the field."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Example:
     name: str
     log: str
@@ -42,7 +43,7 @@ class Example:
     after: str = ""       # ... and after it
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     id: str
     title: str

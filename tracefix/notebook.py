@@ -22,9 +22,10 @@ import difflib
 import json
 import re
 import stat
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
+
+from tracefix.record import record, replace
 
 MARK = "# %% tracefix cell "
 _MARK_RX = re.compile(r"^# %% tracefix cell (\d+)$")
@@ -38,7 +39,7 @@ _HELP_RX = re.compile(r"^\s*[\w.]+\?\??\s*$|^\s*\?\??[\w.]+\s*$")
 _EXEC_COUNT_RX = re.compile(r"^(?:Cell|Input) In\s*\[\s*(\d+)\s*\]|^<ipython-input-(\d+)-")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cell:
     index: int                       # 0-based position in the notebook's cell list (all cell types)
     execution_count: Optional[int]   # as saved in the file (None when never run or not saved)
@@ -48,7 +49,7 @@ class Cell:
     raw: Tuple[str, ...]             # the cell's own source lines, as saved
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Virtual:
     text: str
     cells: Tuple[Cell, ...]

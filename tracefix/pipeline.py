@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
@@ -10,13 +9,14 @@ from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
 from tracefix.matcher import BareMessage, match, normalize
 from tracefix.reader import read_tracebacks
+from tracefix.record import record, replace
 from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Traceback
 
 MAX_DIAGNOSES = 50
 MAX_UNRECOGNIZED = 50
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Report:
     diagnoses: Tuple[Diagnosis, ...]
     unrecognized: Tuple[Tuple[str, str], ...]   # (exception type, message) of unknown errors
@@ -157,7 +157,7 @@ def stale_crash_site(d: Diagnosis) -> Optional[str]:
     return None
 
 
-@dataclass
+@record
 class Applied:
     """What ``apply_recommended`` did: files written, problems (exit 3), and already-applied notes."""
 

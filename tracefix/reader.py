@@ -21,11 +21,11 @@ import codecs
 import os
 import re
 import stat
-from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from tracefix import scan
 from tracefix.hooks import WITNESS_DATA_MARK, WITNESS_MARK
+from tracefix.record import record, field, replace
 from tracefix.records import Evidence, EvidenceSite, Frame, Traceback
 
 CHUNK = 1 << 20
@@ -435,7 +435,7 @@ def _unflatten(text: str) -> List[str]:
 
 
 # --- the state machine -----------------------------------------------------------------------
-@dataclass
+@record
 class _Builder:
     """Accumulates one traceback for one rank."""
 
@@ -495,7 +495,7 @@ class _Builder:
         )
 
 
-@dataclass
+@record
 class _Anomaly:
     node: Optional[str]
     frames: List[Frame] = field(default_factory=list)

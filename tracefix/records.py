@@ -4,11 +4,12 @@ The JSON output is their plain serialisation, so what the tests assert is what u
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
+from tracefix.record import record, field
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class Frame:
     """One stack frame as the log shows it."""
 
@@ -18,7 +19,7 @@ class Frame:
     code: Optional[str] = None   # the source line the log echoed, stripped; None when absent
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EvidenceSite:
     """One place the witness names (paths absolute, as the crashing process saw them, like frames).
 
@@ -45,7 +46,7 @@ class EvidenceSite:
     module: str = ""             # qualified module name in the model ("decoder.0"), when known
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Evidence:
     """What tracefix's witness saw in the crashing process (a ``tracefix-witness-data`` line).
 
@@ -78,7 +79,7 @@ class Evidence:
         return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Traceback:
     """One exception found in the log, with its stack (innermost frame last)."""
 
@@ -95,7 +96,7 @@ class Traceback:
     evidence: Optional[Evidence] = None   # the witness's block printed right after this exception
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Site:
     """A place in the user's project."""
 
@@ -111,7 +112,7 @@ class Site:
     execution_count: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FixSite(Site):
     """A line that must change, with why.  ``kind`` names the fix strategy the patcher uses.
 
@@ -135,7 +136,7 @@ SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"
 APPLICABILITIES = (SAFE, UNSAFE, INSUFFICIENT)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Patch:
     """A proposed change to one or more files (unified diff) and how safe it is."""
 
@@ -151,7 +152,7 @@ class Patch:
     # fixes several equally likely sites at once; neither is serialised
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Diagnosis:
     entry_id: str
     title: str

@@ -72,7 +72,7 @@ def _evidence(d: Diagnosis) -> Optional[Dict]:
     ev = d.traceback.evidence
     if ev is None:
         return None
-    from dataclasses import asdict
+    from tracefix.record import asdict
 
     return asdict(ev)
 

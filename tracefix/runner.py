@@ -45,11 +45,11 @@ import shlex
 import signal
 import sys
 import threading
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tracefix.hooks import ENV_ANOMALY, ENV_VERIFY_STEPS, ENV_WITNESS, HOOKS_DIR, VERIFIED_MARKER
+from tracefix.record import record, replace
 
 TAIL_BYTES = 4 << 20        # combined output kept for diagnosis
 READ_SIZE = 1 << 20         # one os.read
@@ -123,7 +123,7 @@ class Tail:
             return bytes(self._buf[-self.limit:])
 
 
-@dataclass
+@record
 class Outcome:
     returncode: Optional[int]       # as subprocess reports it (negative: killed by that signal)
     tail: bytes = b""

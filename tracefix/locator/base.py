@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -19,6 +18,7 @@ from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, fra
 from tracefix.locator.evidence import apply_evidence
 from tracefix.locator.tracing import indent
 from tracefix.pysource import Project, SourceFile
+from tracefix.record import replace
 from tracefix.records import Diagnosis, FixSite, Site
 
 TIME_BUDGET_S = 15.0        # a whole-project search stops (with a note) after this long

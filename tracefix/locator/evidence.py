@@ -140,7 +140,7 @@ def _covers(ctx, site: FixSite, lines: List[Tuple[str, int]]) -> bool:
 
 
 def _with(site: FixSite, score: float, prefix: str) -> FixSite:
-    from dataclasses import replace
+    from tracefix.record import replace
 
     reason = site.reason if not prefix or site.reason.startswith(prefix) else prefix + site.reason
     return replace(site, score=round(score, 3), reason=reason)

@@ -1,17 +1,17 @@
 """What a fixer sees: the diagnosis, the project root, and the files it reads (cached)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from tracefix.patcher.cstedit import Source
 from tracefix.patcher.errors import PatchError
 from tracefix.patcher.text import Decoded, decode_any, normalize
+from tracefix.record import record, field
 from tracefix.records import Diagnosis, FixSite
 
 
-@dataclass
+@record
 class Option:
     """One way to fix a site: new texts ("\\n" endings) by relative path, and how safe it is."""
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import replace
 import pkgutil
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -11,6 +10,7 @@ import tracefix.patcher as _package
 from tracefix.patcher.context import FIXERS, Context, Option
 from tracefix.patcher.cstedit import NeedWhole
 from tracefix.patcher.text import compiles, merge_edit, normalize, restore, unified_diff
+from tracefix.record import replace
 from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Patch
 
 # Every fix_*.py module registers its fix-site kinds with @fixer: adding one needs no edit here.

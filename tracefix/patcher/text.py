@@ -10,17 +10,17 @@ import difflib
 import io
 import re
 import tokenize
-from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from tracefix.patcher.errors import PatchError
 from tracefix.pysource import module_spans
+from tracefix.record import record
 
 BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(r"(\r\n|\r|\n)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Decoded:
     text: str          # decoded, BOM removed, line endings as in the file
     encoding: str      # codec name for encoding back ("utf-8", "latin-1", ...)

@@ -16,12 +16,12 @@ import shutil
 import stat
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Dict, List, Optional
 
 from tracefix.patcher.errors import PatchError
 from tracefix.patcher.text import decode_any, encode, first_difference, line_at, split_lines
+from tracefix.record import record
 from tracefix.records import Patch
 
 STATE_DIR = ".tracefix"
@@ -114,7 +114,7 @@ def _atomic_write(path: Path, data: bytes, mode: Optional[int]) -> None:
         raise
 
 
-@dataclass
+@record
 class _Planned:
     rel: str
     path: Path
