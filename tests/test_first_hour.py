@@ -6,12 +6,12 @@ import re
 import shutil
 import subprocess
 import sys
-from tracefix.record import replace
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, SAMPLE_LIST, copy_sample, run_tracefix
+from tracefix.record import replace
 
 SAMPLES = {s.name: s for s in SAMPLE_LIST}
 
@@ -187,6 +187,18 @@ def test_pick_out_of_range_is_grammatical(tmp_path):
     assert proc.returncode == 3
     assert b"--pick 2: there is 1 patch" in proc.stderr
 
+
+
+@pytest.mark.parametrize("name, unsafe", [("inplace-nograd-helper-normalize", True), ("nonscalar-weighted-mse", False)])
+def test_apply_says_on_stderr_when_the_patch_it_wrote_is_unsafe(tmp_path, name, unsafe):
+    sample = SAMPLES[name]
+    root = copy_sample(sample, tmp_path)
+    proc = tracefix("--apply", "--root", root, "--format", "plain", stdin=sample.log.read_bytes())
+    assert proc.returncode == 0 and b"applied: " in proc.stdout
+    said = re.findall(rb"^tracefix: .* is unsafe: .*\(review it; tracefix undo reverts it\)$", proc.stderr, re.M)
+    assert len(said) == (1 if unsafe else 0), proc.stderr
+    if unsafe:
+        assert b"the patch written to metrics.py is unsafe: 'z' is a parameter of mean_cosine()" in said[0]
 
 # --- 6. help ---------------------------------------------------------------------------------------
 def test_top_level_help_shows_the_default_commands_options():

@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from tracefix.record import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ import pytest
 from conftest import SAMPLE_LIST, copy_sample
 from tracefix.hooks import HOOKS_DIR, WITNESS_DATA_MARK, WITNESS_MARK
 from tracefix.reader import parse_evidence, read_tracebacks
+from tracefix.record import replace
 from tracefix.runner import hook_env
 
 if sys.version_info >= (3, 11):

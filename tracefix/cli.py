@@ -150,7 +150,7 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
         from tracefix.pipeline import apply_recommended
 
         done = apply_recommended(report, root_path, pick)
-        problems, already = done.problems, done.already
+        problems, already = done.problems, done.already + done.cautions
         extra = {"applied": ", ".join(done.written) or ("nothing (already applied)" if already else "nothing")}
         if problems:
             code = EXIT_PATCH

@@ -9,7 +9,7 @@ from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
 from tracefix.matcher import BareMessage, match, normalize
 from tracefix.reader import read_tracebacks
-from tracefix.record import record, replace
+from tracefix.record import field, record, replace
 from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Traceback
 
 MAX_DIAGNOSES = 50
@@ -159,11 +159,13 @@ def stale_crash_site(d: Diagnosis) -> Optional[str]:
 
 @record
 class Applied:
-    """What ``apply_recommended`` did: files written, problems (exit 3), and already-applied notes."""
+    """What ``apply_recommended`` did: files written, problems (exit 3), already-applied notes, and
+    cautions: a written patch labelled unsafe, with its reason (the exit status stays 0)."""
 
     written: List[str]
     problems: List[str]
     already: List[str]
+    cautions: List[str] = field(default_factory=list)
 
 
 def _count(n: int, noun: str) -> str:
@@ -178,6 +180,7 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
     written: List[str] = []
     problems: List[str] = []
     already: List[str] = []
+    cautions: List[str] = []
     journal = _load_journal(root)
     session = f"{os.getpid()}-{id(report)}"
     for d in report.diagnoses:
@@ -224,7 +227,10 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
         if done:
             journal[fingerprint] = {rel: _sha256(root / rel) for rel in done}
             _save_journal(root, journal)
-    return Applied(written, problems, already)
+            if chosen.applicability == "unsafe":
+                cautions.append(f"{d.entry_id}: the patch written to {', '.join(done)} is unsafe: {chosen.reason} "
+                                "(review it; tracefix undo reverts it)")
+    return Applied(written, problems, already, cautions)
 
 
 JOURNAL = Path(".tracefix") / "applied.json"
