@@ -200,6 +200,25 @@ def test_apply_says_on_stderr_when_the_patch_it_wrote_is_unsafe(tmp_path, name, 
     if unsafe:
         assert b"the patch written to metrics.py is unsafe: 'z' is a parameter of mean_cosine()" in said[0]
 
+
+def test_quickfix_apply_writes_the_patch_and_paths_are_relative_to_the_current_directory(tmp_path):
+    sample = SAMPLES["nonscalar-token-ce-none"]
+    root = copy_sample(sample, tmp_path)
+    # from the folder above the project: an editor opens these paths from where it ran the command
+    shown = tracefix("--root", root.name, "--format", "quickfix", f"{root.name}/crash.log", cwd=tmp_path)
+    lines = shown.stdout.decode().splitlines()
+    assert shown.returncode == 0 and lines
+    for line in lines:
+        path = line.split(":", 1)[0]
+        assert (tmp_path / path).is_file(), line
+    inside = tracefix("--format", "quickfix", "crash.log", cwd=root)
+    assert inside.stdout.decode().splitlines()[0].startswith("losses.py:12:")
+    before = (root / "losses.py").read_bytes()
+    done = tracefix("--root", root, "--format", "quickfix", "--apply", root / "crash.log", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (root / "losses.py").read_bytes() != before
+    assert b"tracefix: applied: losses.py" in done.stderr
+
 # --- 6. help ---------------------------------------------------------------------------------------
 def test_top_level_help_shows_the_default_commands_options():
     out = tracefix("--help").stdout.decode()

@@ -47,12 +47,21 @@ def test_clone_into_a_function_parameter_not_returned_is_unsafe(tmp_path, tail):
     ("def f(x):\n    h = x.exp()\n    h[0] = 1\n    return h\n", 3),
     ("def f(x):\n    h = x.exp()\n    for i in range(3):\n        y = h.sum()\n        h[i] = y\n", 5),
     ("def f(h, m):\n    h[m] = 0\n    return h.softmax(-1)\n", 2),
+    # the next statement rebinds h from its own value: that value is read first
+    ("def f(x, m):\n    h = x.softmax(-1)\n    h[m] = 0.0\n    h = h / h.sum(-1, keepdim=True)\n    return h\n", 3),
+    ("def f(x, m):\n    h = x.softmax(-1)\n    h[m] = 0.0\n    h: object = h * 2\n    return h\n", 3),
 ])
 def test_clone_of_a_name_read_later_stays_safe(tmp_path, body, line):
     p = first(tmp_path, body, line, "inplace-subscript")
     assert p.applicability == "safe", p.reason
     code = p.files[0][2]
     assert code.count(".clone()") == 1 and code.index("= h.clone()") < code.index("h[")
+
+
+def test_clone_before_a_rebinding_from_another_value_is_unsafe(tmp_path):
+    body = "def f(x, m):\n    h = x.softmax(-1)\n    h[m] = 0.0\n    h = x.sum()\n    return h\n"
+    p = first(tmp_path, body, 3, "inplace-subscript")
+    assert p.applicability == "unsafe" and "'h' is not read after this write" in p.reason
 
 
 def test_method_statement_in_a_helper_returning_nothing_is_unsafe(tmp_path):

@@ -83,7 +83,7 @@ def test_bf16_recorded_log_names_the_scaler_cell_and_applies(tmp_path):
     assert (d["crash_site"]["cell"], d["crash_site"]["cell_line"]) == (3, 7)
     # quickfix points an editor at the raw .ipynb text: the JSON line, and the column inside its string
     qf = subprocess.run([sys.executable, "-m", "tracefix", "--format", "quickfix", "--no-patch", "--root",
-                         str(tmp_path), log], capture_output=True, env=_env(), timeout=120, text=True)
+                         str(tmp_path), log], capture_output=True, env=_env(), timeout=120, text=True, cwd=tmp_path)
     path, line, col = qf.stdout.splitlines()[0].split(":")[:3]
     raw = (tmp_path / path).read_text(encoding="utf-8").split("\n")[int(line) - 1]
     assert raw[int(col) - 1:].startswith("torch.amp.GradScaler("), raw

@@ -232,7 +232,8 @@ def test_nbconvert_log_names_notebook_and_cell(runs, name, tmp_path):
     c = d["crash_site"]
     assert (c["path"], c["cell"], c["cell_line"]) == (f"{name}.ipynb", crash, crash_line)
     res = subprocess.run([sys.executable, "-m", "tracefix", "--format", "quickfix", "--no-patch", "--root",
-                          str(NOTEBOOKS), str(log)], capture_output=True, env=_env(), timeout=120, text=True)
+                          str(NOTEBOOKS), str(log)], capture_output=True, env=_env(), timeout=120, text=True,
+                         cwd=NOTEBOOKS)
     first = res.stdout.splitlines()[0]
     m = re.match(r"^(.*?):(\d+):(\d+): (\S+): fix here: \((.*?)\)", first)
     assert m, first

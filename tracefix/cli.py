@@ -125,10 +125,10 @@ def diagnose_streams(sources, entries, root: Path, patches: bool, search: Option
     return merge(reports, entries, root, patches, search)
 
 
-def emit(report, fmt: str, entries, extra: Optional[Dict] = None) -> None:
+def emit(report, fmt: str, entries, extra: Optional[Dict] = None, root: Optional[Path] = None) -> None:
     from tracefix.render import emit as render_emit
 
-    render_emit(sys.stdout, report, fmt, entries, extra, color=_color())
+    render_emit(sys.stdout, report, fmt, entries, extra, color=_color(), root=str(root) if root else None)
 
 
 def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> None:
@@ -138,7 +138,7 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     root_path = _root(root)
     sources = _open_logs(logs)
     empty = all(_is_empty(stream) for _name, stream in sources)
-    want_patches = (do_apply or not no_patch) and fmt != "quickfix"
+    want_patches = do_apply or (not no_patch and fmt != "quickfix")  # quickfix shows no patch
     # A folder the user named may be searched; the current directory only when it is a project.
     report = diagnose_streams(sources, entries, root_path, patches=want_patches,
                               search=True if root is not None else None)
@@ -157,9 +157,11 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     if empty and not report.diagnoses:
         _err("tracefix: the input is empty (nothing to diagnose)")
         if fmt in ("json", "quickfix"):
-            emit(report, fmt, entries, extra)
+            emit(report, fmt, entries, extra, root_path)
         sys.exit(EXIT_NOTHING)
-    emit(report, fmt, entries, extra)
+    emit(report, fmt, entries, extra, root_path)
+    if fmt == "quickfix" and extra and extra["applied"] != "nothing":
+        _err(f"tracefix: applied: {extra['applied']}")  # stdout holds only the editor's lines
     for p in already + problems:
         _err(f"tracefix: {p}")
     sys.exit(code)

@@ -117,18 +117,35 @@ def render_json(out: TextIO, diagnoses, unrecognized, extra: Optional[Dict] = No
 
 
 # --- quickfix -----------------------------------------------------------------------------
-def render_quickfix(out: TextIO, diagnoses: Sequence[Diagnosis], unrecognized=(), extra=None) -> None:
-    """``path:line:col: id: message`` — fix sites first, then the crash site."""
+def render_quickfix(out: TextIO, diagnoses: Sequence[Diagnosis], unrecognized=(), extra=None,
+                    root: Optional[str] = None) -> None:
+    """``path:line:col: id: message`` — fix sites first, then the crash site.  Paths are relative
+    to the current directory (where an editor runs the command), not to ``root``."""
+    base = _from_cwd(root)
     for d in diagnoses:
         for f in d.fix_sites:
             cell = f"({where(f)}) " if f.cell is not None else ""
-            out.write(safe(f"{f.path}:{_qf_position(f)}: {d.entry_id}: fix here: {cell}{f.reason}") + "\n")
+            out.write(safe(f"{base}{f.path}:{_qf_position(f)}: {d.entry_id}: fix here: {cell}{f.reason}") + "\n")
         c = d.crash_site
         if c is not None:
             msg = d.traceback.message.split("\n", 1)[0][:200]
             cell = f"({where(c)}) " if c.cell is not None else ""
-            out.write(safe(f"{c.path}:{_qf_position(c)}: {d.entry_id}: crashed here: {cell}"
+            out.write(safe(f"{base}{c.path}:{_qf_position(c)}: {d.entry_id}: crashed here: {cell}"
                            f"{d.traceback.exc_type or 'error'}: {msg}") + "\n")
+
+
+def _from_cwd(root: Optional[str]) -> str:
+    """The prefix that makes a root-relative path relative to the current directory ("" when
+    the root is the current directory; absolute where no relative path exists)."""
+    if root is None:
+        return ""
+    import os
+
+    try:
+        rel = os.path.relpath(root)
+    except ValueError:  # another drive (Windows)
+        rel = os.path.abspath(root)
+    return "" if rel == "." else rel.replace("\\", "/").rstrip("/") + "/"
 
 
 # --- plain --------------------------------------------------------------------------------
@@ -339,13 +356,14 @@ def _context(site: Site, around: int = 2):
 
 
 def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Optional[Dict] = None,
-         color: Optional[bool] = None, source: str = "the input") -> None:
+         color: Optional[bool] = None, source: str = "the input", root: Optional[str] = None) -> None:
     """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json or quickfix.
-    ``source`` names what was read, for "no known PyTorch error found in ..."."""
+    ``source`` names what was read, for "no known PyTorch error found in ..."; ``root`` is the
+    project the paths are relative to (quickfix prints them relative to the current directory)."""
     if fmt == "json":
         render_json(out, report.diagnoses, report.unrecognized, extra)
     elif fmt == "quickfix":
-        render_quickfix(out, report.diagnoses)
+        render_quickfix(out, report.diagnoses, root=root)
     elif fmt == "plain":
         render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source)
     else:

@@ -448,11 +448,11 @@ def _only_interrupt(report) -> bool:
         t == "KeyboardInterrupt" for t, _m in report.unrecognized)
 
 
-def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool]) -> None:
+def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool], root: Path) -> None:
     from tracefix.render import emit
 
     sys.stdout.flush()
-    emit(sys.stdout, report, fmt, entries, extra, color=color, source="the command's output")
+    emit(sys.stdout, report, fmt, entries, extra, color=color, source="the command's output", root=str(root))
 
 
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
@@ -477,7 +477,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         if fmt == "json":
             from tracefix.pipeline import Report
 
-            _emit(Report((), ()), fmt, entries, extra, color)
+            _emit(Report((), ()), fmt, entries, extra, color, root)
         return child_code
 
     try:
@@ -533,7 +533,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
             if verdict == "verified" and why:
                 _note(why)
             if outcome.interrupted:
-                _emit(report, fmt, entries, {**extra, "exit_code": outcome.exit_code}, color)
+                _emit(report, fmt, entries, {**extra, "exit_code": outcome.exit_code}, color, root)
                 return outcome.exit_code
             if verdict in ("still failing", "new error"):
                 extra["restored"] = _restore(root, written, why)
@@ -557,13 +557,13 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     extra["exit_code"] = code
     if new_error is not None and fmt != "json":
         # the patched run's new error, then tracefix's own status: the last line stays `exit code:`
-        _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color)
+        _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color, root)
         print(f"\ntracefix: after the patch, the command fails with a different error: {why}", flush=True)
         if new_error.diagnoses:
-            _emit(replace(new_error, unrecognized=()), fmt, entries, None, color)
+            _emit(replace(new_error, unrecognized=()), fmt, entries, None, color, root)
         print(f"exit code: {code}", flush=True)
     else:
-        _emit(report, fmt, entries, extra, color)
+        _emit(report, fmt, entries, extra, color, root)
     for p in problems:
         _note(p)
     return code

@@ -264,8 +264,8 @@ class HalfParams(ValueTracer):
                 near = 0.0 if o.sf.rel in self.ctx.crash_closure() or not self.ctx.mapped else 0.3
                 self.ctx.add(o.sf, o.node.lineno, o.node.col_offset, "config-dtype",
                              f"{_describe(o)[0].upper()}{_describe(o)[1:]} sets the trainable parameters' dtype "
-                             f"to {word} and nothing else reads it; set it to float32 (autocast still computes "
-                             f"in {word}). It is applied at {sf.rel}:{at.lineno}.", max(score, 0.9 - near))
+                             f"to {word} and nothing else reads it; set it to float32 (half-precision maths is "
+                             f"autocast's job, not the weights'). It is applied at {sf.rel}:{at.lineno}.", max(score, 0.9 - near))
             score -= 0.1
         self.ctx.add(sf, at.lineno, at.col_offset, kind, reason, score)
 

@@ -256,6 +256,8 @@ def wrap_autocast(loop: Source, others: Sequence[Source], dtype: str) -> Optiona
                 break
             needed |= _names(s)
             start = i
+        if any(_is_autocast(s) for s in body[:start]):
+            return None  # the forward already runs under autocast (its own dtype): nothing to add
         device = _scaler_device(loop, others)
         item = expr(f"torch.autocast(device_type={device}, dtype=torch.{dtype})")
 
@@ -309,6 +311,13 @@ def _candidates(ctx: Context, rel: str) -> List[str]:
         if n and n not in out:
             out.append(n)
     return out
+
+
+def _half_maths(texts: Dict[str, str], rel: str, text: str, name: str) -> str:
+    """Where the half-precision maths comes from after the patch, for its description."""
+    if len(texts) > 1 or texts[rel] != text:
+        return f"the added torch.autocast computes in {name}"
+    return "half-precision maths is autocast's job, not the weights'"
 
 
 def with_autocast(ctx: Context, rel: str, new_text: str, dtype: str) -> Dict[str, str]:
@@ -418,7 +427,7 @@ def model_cast(ctx: Context, site: FixSite) -> List[Option]:
     name = "fp16" if dtype == "float16" else "bf16"
     autocast_note = " and run the forward under torch.autocast" if len(texts) > 1 or texts[site.path] != text else ""
     options = [Option(f"Keep the weights in float32: remove the {name} cast `{cast_code}`{autocast_note}; "
-                      f"GradScaler needs float32 parameters (autocast still computes in {name})", "safe", "", texts)]
+                      f"GradScaler needs float32 parameters ({_half_maths(texts, site.path, text, name)})", "safe", "", texts)]
     line = src.statement_of(call)
     in_loop = any(isinstance(a, cst.For) and var.split(".")[0] in _names(a.target) for a in src.ancestors(call))
     if var and not in_loop and isinstance(line, cst.SimpleStatementLine) and \
@@ -518,9 +527,10 @@ def config_dtype(ctx: Context, site: FixSite) -> List[Option]:
         text = _to_float32(src, node)
         dtype = half_dtype(node)
     texts = with_autocast(ctx, site.path, text, dtype)
+    name = "fp16" if dtype == "float16" else "bf16"
     return [Option(f"Set the parameters' dtype to float32 where it is chosen: `{code}` -> `{new}` (it sets only "
-                   "the weights' dtype; GradScaler needs float32 parameters and autocast still computes in "
-                   f"{'fp16' if dtype == 'float16' else 'bf16'})", "safe", "", texts)]
+                   f"the weights' dtype; GradScaler needs float32 parameters; {_half_maths(texts, site.path, text, name)})",
+                   "safe", "", texts)]
 
 
 @fixer("grad-scaler")

@@ -148,14 +148,25 @@ def _occurrences(src: Source, scope: cst.CSTNode, name: str, stmt: cst.CSTNode) 
     body = scope.body if isinstance(scope, (cst.FunctionDef, cst.Lambda)) else scope
     body.visit(V())
     inside = {id(n) for n in _nodes(stmt)}
+    # in `x = f(x)` the value is read before the name is bound: order a store by its value's end
     return sorted(((n, not _is_store(src, n)) for n in out if id(n) not in inside),
-                  key=lambda t: _start(src, t[0]))
+                  key=lambda t: _start(src, t[0]) if t[1] else _bound_at(src, t[0]))
 
 
 def _nodes(node: cst.CSTNode):
     yield node
     for child in node.children:
         yield from _nodes(child)
+
+
+def _bound_at(src: Source, n: cst.Name) -> Tuple[int, int]:
+    """Where the store ``n`` takes effect: after the value of its assignment."""
+    for a in src.ancestors(n):
+        if isinstance(a, (cst.Assign, cst.AnnAssign)):
+            return _end(src, a.value) if a.value is not None else _start(src, n)
+        if isinstance(a, cst.BaseSmallStatement) or isinstance(a, cst.BaseCompoundStatement):
+            break
+    return _start(src, n)
 
 
 def _is_store(src: Source, n: cst.Name) -> bool:
