@@ -112,6 +112,7 @@ def test_failed_verify_restores_the_files_byte_for_byte(tmp_path):
     assert proc.returncode == 3, err[-3000:]
     assert report["verification"] == "new error" and report["exit_code"] == 3
     assert report["restored"] == "train.py"
+    assert report["applied"] == "train.py (taken back: the verification failed)"
     assert snapshot(tmp_path) == before                      # byte for byte, and no .tracefix left
     assert (tmp_path / "train.py").stat().st_mode & 0o777 == 0o640
     line = next(ln for ln in err.splitlines() if "restored byte for byte" in ln)
@@ -437,6 +438,37 @@ def test_equally_likely_sites_get_one_patch_that_fixes_them_all(tmp_path):
         compile((tmp_path / rel).read_text(), rel, "exec")
 
 
+
+LORA = """import torch
+import torch.nn as nn
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, base, r=4, dtype=torch.float16):
+        super().__init__()
+        self.base = base
+        self.lora_A = nn.Parameter(torch.randn(r, base.in_features, dtype=dtype) * 0.01)
+        self.lora_B = nn.Parameter(torch.zeros(base.out_features, r, dtype=dtype))
+"""
+
+
+def test_two_half_parameters_on_adjacent_lines_get_one_patch_for_both(tmp_path):
+    from tracefix.patcher import propose, settled
+    from tracefix.records import Diagnosis, FixSite, Traceback
+
+    (tmp_path / "lora.py").write_text(LORA)
+    lines = LORA.splitlines()
+    sites = tuple(FixSite(path="lora.py", line=n, code=lines[n - 1].strip(), col=lines[n - 1].index("dtype=dtype"),
+                          kind="param-dtype", score=0.8) for n in (10, 9))
+    diag = Diagnosis("fp16-unscale", "t", 1.0, Traceback("ValueError", "m"), fix_sites=sites, rival_sites=True)
+    patches = propose(diag, tmp_path)
+    first = patches[0]
+    assert first.applicability == "safe" and set(first.covers) == {("lora.py", 9), ("lora.py", 10)}
+    assert first.files[0][2].count("dtype=torch.float32") == 2
+    assert first.summary.count("Create the parameter in float32") == 1
+    assert all(p.applicability == "unsafe" and "fixes only" in p.reason for p in patches[1:])
+    assert settled(replace(diag, patches=patches))
+
 def test_merging_two_edits_of_one_text():
     from tracefix.patcher.text import merge_edit
 
@@ -445,7 +477,9 @@ def test_merging_two_edits_of_one_text():
     assert merge_edit(base, "a\nb\nc\nD\ne\n", "A\nb\nc\nd\ne\n") == "A\nb\nc\nD\ne\n"
     assert merge_edit(base, "a\nx\ny\nb\nc\nd\ne\n", "a\nb\nc\nd\n") == "a\nx\ny\nb\nc\nd\n"
     assert merge_edit(base, base, "a\nb\nC\nd\ne\n") == "a\nb\nC\nd\ne\n"
-    assert merge_edit(base, "a\nB\nc\nd\ne\n", "a\nb\nC\nd\ne\n") is None        # adjacent lines: refused
+    assert merge_edit(base, "a\nB\nc\nd\ne\n", "a\nb\nC\nd\ne\n") == "a\nB\nC\nd\ne\n"  # adjacent lines
+    assert merge_edit(base, "a\nB\nc\nd\ne\n", "a\nB2\nc\nd\ne\n") is None      # the same line: refused
+    assert merge_edit(base, "a\nB\nc\nd\ne\n", "a\nb\nx\nc\nd\ne\n") is None   # an insertion beside it: refused
 
 
 def test_a_fix_of_a_less_likely_rival_site_is_not_called_safe(tmp_path):

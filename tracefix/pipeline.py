@@ -199,8 +199,10 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
                             f"frames; nothing written (review the patches and choose one with --pick N)")
             continue
         if pick is None and not settled(d):
+            # the forward trace of --anomaly only pinpoints in-place writes; the witness covers every family
+            how = "tracefix run --anomaly" if d.entry_id == "inplace-modification" else "tracefix run -- <command>"
             problems.append(f"{d.entry_id}: several fix sites are equally likely; nothing written "
-                            f"(choose one with --pick N, or run `tracefix run --anomaly` to pinpoint it)")
+                            f"(choose one with --pick N, or run `{how}` to pinpoint it)")
             continue
         index = (pick or 1) - 1
         if not 0 <= index < len(d.patches):

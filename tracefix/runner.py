@@ -537,6 +537,8 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
                 return outcome.exit_code
             if verdict in ("still failing", "new error"):
                 extra["restored"] = _restore(root, written, why)
+                if extra["restored"] != "no":
+                    extra["applied"] += " (taken back: the verification failed)"
         if "restored" not in extra:
             problems += done.cautions
         ok = (bool(written) or bool(done.already)) and not done.problems \

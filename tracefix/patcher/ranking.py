@@ -132,7 +132,7 @@ def _together(ctx: Context, diag: Diagnosis, patches: List[Patch]) -> Optional[P
     diff = "".join(_diff(ctx, rel, old, new) for rel, old, new in files)
     where = ", ".join(f"{s.path}:{s.line}" for s in tied)
     return Patch(summary=f"Fix each of the {len(tied)} equally likely sites ({where}) at once: "
-                         + "; ".join(p.summary for p in parts),
+                         + "; ".join(dict.fromkeys(p.summary for p in parts)),
                  applicability=SAFE, reason="", diff=diff, files=tuple(files),
                  origin=(tied[0].path, tied[0].line), covers=tuple((s.path, s.line) for s in tied))
 

@@ -215,7 +215,8 @@ def changed_run(old: List[str], new: List[str]) -> Tuple[int, int, int]:
 
 def merge_edit(original: str, edited: str, other: str) -> Optional[str]:
     """``edited`` (an edit of ``original``) with ``other``'s edit of ``original`` applied too;
-    None when the two edits touch the same or adjacent lines."""
+    None when the two edits touch the same lines, or adjacent ones where one only inserts (its
+    place next to the other edit is then ambiguous)."""
     base = original.splitlines(keepends=True)
     mine, theirs = edited.splitlines(keepends=True), other.splitlines(keepends=True)
     if mine == base:
@@ -225,7 +226,9 @@ def merge_edit(original: str, edited: str, other: str) -> Optional[str]:
         a, e, n = changed_run(base, lines)
         edits.append((a, e, lines[a:n]))
     (a1, e1, _), (a2, e2, _) = edits
-    if not (e2 < a1 or e1 < a2):
+    apart = e2 < a1 or e1 < a2
+    touching = (e2 == a1 or e1 == a2) and a1 < e1 and a2 < e2  # two replaced runs, side by side
+    if not (apart or touching):
         return None
     out, at = [], 0
     for a, e, new in sorted(edits, key=lambda t: t[0]):
