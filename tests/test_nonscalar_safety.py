@@ -132,3 +132,46 @@ def test_a_read_earlier_in_the_loop_sees_the_previous_pass(tmp_path):
     patches = _propose(tmp_path, text, "loss-assignment")
     assert all(p.applicability == "unsafe" for p in patches)
     assert "train.py:4 (keep.append(loss))" in patches[0].reason
+
+
+# --- a stack of task losses: one entry per loss, not per sample (new user round 3) ---------------
+STACKED = {
+    "display": "import torch\nloss = torch.stack([cls_loss, 0.5 * reg_loss])\nloss.backward()\n",
+    "named list": "import torch\nweighted = [w[k] * v for k, v in losses.items()]\ntotal = torch.stack(weighted)\n"
+                  "total.backward()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(STACKED))
+def test_a_stack_of_losses_is_summed_not_averaged(tmp_path, name):
+    from test_patcher import diag_for, site, write
+    from tracefix.patcher import propose
+
+    text = STACKED[name]
+    write(tmp_path, text)
+    line = len(text.splitlines())
+    patches = propose(diag_for([site(line, "backward-receiver")]), tmp_path)
+    first = patches[0]
+    assert first.applicability == "safe" and ".sum().backward()" in first.files[0][2]
+    mean = [p for p in patches if ".mean()" in p.files[0][2]]
+    assert mean and all(p.applicability == "unsafe" and "number" in p.reason for p in mean)
+    assert not any("ones_like" in p.files[0][2] for p in patches)
+
+
+def test_a_stack_of_per_sample_losses_keeps_the_mean(tmp_path):
+    from test_patcher import diag_for, site, write
+    from tracefix.patcher import propose
+
+    write(tmp_path, STACKED["display"])
+    sites = [site(3, "backward-receiver"), site(2, "criterion-reduction", score=0.5)]
+    patches = propose(diag_for(sites), tmp_path)
+    assert patches[0].applicability == "safe" and ".mean().backward()" in patches[0].files[0][2]
+
+
+def test_a_plain_vector_loss_keeps_the_mean(tmp_path):
+    from test_patcher import diag_for, site, write
+    from tracefix.patcher import propose
+
+    write(tmp_path, "import torch\nloss = torch.cat([a, b])\nloss.backward()\n")
+    patches = propose(diag_for([site(3, "backward-receiver")]), tmp_path)
+    assert patches[0].applicability == "safe" and ".mean().backward()" in patches[0].files[0][2]

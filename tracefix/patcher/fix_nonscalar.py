@@ -65,6 +65,18 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
                    f"the output is complex ({dtype}); the imaginary part is then ignored",
                    {rel: src.replace(target, lambda n: _reduce(n, "real"))}, alternative=True),
         ]
+    if _stacked(src, target) and not _per_sample_sources(ctx):
+        # torch.stack([loss_a, w * loss_b]): one entry per loss, not per sample; their sum is the
+        # objective the list spells out, and the mean divides it by the number of losses
+        return [
+            Option(f"Reduce `{code}` to a scalar with .mean() before backward", "unsafe",
+                   "it divides the total of the stacked losses by their number, which scales every gradient "
+                   "down (a smaller effective learning rate)",
+                   {rel: src.replace(target, lambda n: _reduce(n, "mean"))}, alternative=True),
+            Option(f"Reduce `{code}` to a scalar with .sum() before backward (it stacks one loss per entry: "
+                   "their sum is the total objective)", "safe", "",
+                   {rel: src.replace(target, lambda n: _reduce(n, "sum"))}),
+        ]
     return [
         Option(f"Reduce `{code}` to a scalar with .mean() before backward ({MEAN_WHY})", "safe", "",
                {rel: src.replace(target, lambda n: _reduce(n, "mean"))}),
@@ -72,6 +84,44 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
                "gradients then grow with the batch size, so the learning rate may need retuning",
                {rel: src.replace(target, lambda n: _reduce(n, "sum"))}, alternative=True),
     ]
+
+
+def _per_sample_sources(ctx: Context) -> bool:
+    """Did the locator find where a per-sample loss is made (then stacked entries are vectors)?"""
+    return any(s.kind in ("criterion-reduction", "per-sample-return") for s in ctx.diag.fix_sites)
+
+
+def _stacked(src: Source, target: cst.BaseExpression) -> bool:
+    """Is ``target`` ``torch.stack(...)`` of a list of losses spelled out here (a list or tuple
+    display, a comprehension, or a name bound to one), directly or through a name bound to it?"""
+    def stack_arg(e: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        if isinstance(e, cst.Call) and dotted(e.func) in ("torch.stack", "stack") and len(e.args) == 1 \
+                and e.args[0].keyword is None:
+            return e.args[0].value
+        return None
+
+    arg = stack_arg(target)
+    if arg is None and isinstance(target, cst.Name):
+        arg = stack_arg(_bound_value(src, target) or target)
+    if isinstance(arg, cst.Name):
+        arg = _bound_value(src, arg)
+    return isinstance(arg, (cst.List, cst.Tuple, cst.ListComp))
+
+
+def _bound_value(src: Source, name: cst.Name) -> Optional[cst.BaseExpression]:
+    """The value of the one plain assignment to ``name`` closest above it in its block."""
+    stmt = src.statement_of(name)
+    block = src.parent(stmt) if stmt is not None else None
+    body = getattr(block, "body", None)
+    if not isinstance(body, (list, tuple)):
+        return None
+    for s in reversed(body[:next((i for i, x in enumerate(body) if x is stmt), 0)]):
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                        isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name.value:
+                    return small.value
+    return None
 
 
 def _backward_target(call: cst.Call) -> Tuple[Optional[cst.BaseExpression], str]:
@@ -119,7 +169,8 @@ def backward_receiver(ctx: Context, site: FixSite) -> List[Option]:
         # `loss` is read again after backward (loss.item(), return loss): reducing it where it is
         # assigned (another site) serves that code too, so that fix ranks first when offered.
         options[0].demote = True
-    if options and not _is_complex(ctx) and not isinstance(target, (cst.List, cst.Tuple)):
+    if options and not _is_complex(ctx) and not isinstance(target, (cst.List, cst.Tuple)) \
+            and not (_stacked(src, target) and not _per_sample_sources(ctx)):  # there .sum() says it plainly
         code = src.code(target).strip()
         ones = kwarg(grad_kw, expr(f"torch.ones_like({code})"))
         text = ensure_torch(src.replace(call, lambda n: add_arg(n, ones)))
