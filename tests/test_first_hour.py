@@ -220,6 +220,20 @@ def test_quickfix_apply_writes_the_patch_and_paths_are_relative_to_the_current_d
     assert (root / "losses.py").read_bytes() != before
     assert b"tracefix: applied: losses.py" in done.stderr
 
+
+def test_a_library_only_log_whose_search_finds_nothing_does_not_promise_candidates(tmp_path):
+    sample = SAMPLES["nonscalar-token-ce-none"]
+    root = copy_sample(sample, tmp_path)
+    log = sample.log.read_text().replace(str(sample.dir / "train.py"), "/usr/lib/python3/dist-packages/x/t.py")
+    assert "dist-packages/x/t.py" in log
+    proc = tracefix("--format", "json", "--root", root, stdin=log.encode())
+    (d,) = json.loads(proc.stdout)["diagnoses"]
+    if d["fix_sites"]:
+        assert any("candidates (apply one with --pick N)" in n for n in d["notes"])
+    else:
+        assert any("the project was searched, and no fix site was found" in n for n in d["notes"])
+        assert not any("candidates" in n for n in d["notes"])
+
 # --- 6. help ---------------------------------------------------------------------------------------
 def test_top_level_help_shows_the_default_commands_options():
     out = tracefix("--help").stdout.decode()

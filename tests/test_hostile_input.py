@@ -627,3 +627,25 @@ def test_broken_pipe_on_stdout(project):
     p = subprocess.run(["sh", "-c", f'"{PY}" -m tracefix --format plain --root "{project}" | head -c 10 >/dev/null; '
                         'echo "rc=${PIPESTATUS:-}"'], input=big, capture_output=True, timeout=60)
     assert b"Traceback" not in p.stderr
+
+
+def test_a_user_entry_with_a_built_in_id_says_it_replaces_it(tmp_path):
+    builtin = REPO / "knowledge" / "nonscalar-backward.toml"
+    (tmp_path / "mine.toml").write_text(builtin.read_text(encoding="utf-8"), encoding="utf-8")
+    r = tracefix("--format", "plain", "--no-patch", "--knowledge", tmp_path, input=TB.encode())
+    no_crash(r)
+    assert f"tracefix: {tmp_path / 'mine.toml'} replaces the entry 'nonscalar-backward'" in r.stderr.decode()
+    plain = tracefix("--format", "plain", "--no-patch", input=TB.encode())
+    assert "replaces" not in plain.stderr.decode()
+
+
+@pytest.mark.parametrize("args", [["explain", "nonscalar-backward"], ["list"]])
+def test_a_closed_pipe_is_no_error_for_the_subcommands_either(args):
+    r, w = os.pipe()
+    os.close(r)                     # the reader is gone before tracefix writes a byte
+    try:
+        p = subprocess.run([PY, "-m", "tracefix", *args], stdout=w, stderr=subprocess.PIPE, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        os.close(w)
+    assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr

@@ -48,7 +48,8 @@ def _load(knowledge_dirs: Sequence[str], examples: bool = False):
     from tracefix.knowledge import KnowledgeError, load_entries
 
     try:
-        return load_entries([Path(k) for k in knowledge_dirs], examples=examples)
+        return load_entries([Path(k) for k in knowledge_dirs], examples=examples,
+                            on_replace=lambda i, path: _err(f"tracefix: {path} replaces the entry '{i}'"))
     except KnowledgeError as exc:
         raise Fail(str(exc)) from None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from tracefix.record import record
 
@@ -77,8 +77,10 @@ def _builtin_dir() -> Path:
     return Path(pkg.__file__).resolve().parent
 
 
-def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False) -> List[Entry]:
-    """Built-in entries, then user entries; a user entry with a built-in id replaces it.
+def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False,
+                 on_replace: Optional[Callable[[str, Path], None]] = None) -> List[Entry]:
+    """Built-in entries, then user entries; a user entry with a built-in id replaces it (and
+    ``on_replace(id, path)`` is told).
 
     Diagnosis needs no examples: without ``examples`` only the part of each file before its first
     array of tables (``[[examples]]``...) is parsed, which keeps start-up fast.
@@ -92,6 +94,8 @@ def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False) -> Lis
         for path in sorted(directory.glob("*.toml")):
             # User entries are validated whole, examples included: their mistakes are reported early.
             entry = load_entry(path, examples or directory is not builtin, cache.get(path.name))
+            if entry.id in by_id and on_replace is not None:
+                on_replace(entry.id, path)
             by_id[entry.id] = entry
     return list(by_id.values())
 

@@ -61,6 +61,8 @@ def locate(diag: Diagnosis, entry, root: Path, search: Optional[bool] = None) ->
 class LocateContext:
     """One diagnosis being located: the project, the mapped frames, the notes and fix sites found."""
 
+    _search_note: Optional[str] = None   # the note a search without mapped frames added
+
     def __init__(self, diag: Diagnosis, entry, root: Path, search: Optional[bool] = None):
         self.diag = diag
         self.entry = entry
@@ -127,6 +129,10 @@ class LocateContext:
             for rel, err in sorted(self._project.errors.items()):
                 self.notes.append(f"{rel} {err}; it was skipped.")
         sites = rank(self.sites)
+        said = self._search_note
+        if said is not None and not sites and said in self.notes:
+            # the note promised candidates; say that the search found none
+            self.notes[self.notes.index(said)] = said.split(";")[0] + "; the project was searched, and no fix site was found."
         notes = tuple(dict.fromkeys(list(self.diag.notes) + self.notes))
         return replace(self.diag, crash_site=crash_site, fix_sites=tuple(sites), notes=notes,
                        rival_sites=_RIVALS.get(self.strategy, True))
@@ -269,8 +275,9 @@ class LocateContext:
             self.searched = True
             where = ("The crash happened inside a library" if self.diag.traceback.frames
                      else "The log shows the message without its stack frames")
-            self._note_once(f"{where}; the project was searched, and the fix sites found that way are candidates "
-                            f"(apply one with --pick N).")
+            self._search_note = (f"{where}; the project was searched, and the fix sites found that way are "
+                                 f"candidates (apply one with --pick N).")
+            self._note_once(self._search_note)
         files = self.project.py_files(needles)
         if self.mapped:
             # The folder that holds the log's files is the project; a sibling experiment is not.
