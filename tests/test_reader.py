@@ -51,6 +51,20 @@ def test_surrounding_noise_ansi_tqdm_crlf():
     assert tb.frames[0].path == "/home/u/proj/train.py"
 
 
+
+@pytest.mark.parametrize("tail", ["wandb: Waiting for W&B process to finish... (failed 1).\nwandb: Synced 5 W&B file(s)\n",
+                                  "Exception ignored in: <function _releaseLock at 0x7f0>\n",
+                                  "WARNING:root:training stopped early\n", "srun: error: node12: task 0: Exited\n",
+                                  "Epoch 1:  10%|#  | 1/10\rEpoch 1:  20%|## | 2/10\n"])
+def test_what_tools_print_after_the_traceback_is_not_part_of_the_message(tail):
+    tb = only(PY311 + tail)
+    assert tb.message == "grad can be implicitly created only for scalar outputs"
+
+
+def test_a_message_continued_on_its_next_lines_is_kept():
+    tb = only(PY311.replace("scalar outputs\n", "scalar outputs\n  see the docs for details\n"))
+    assert tb.message == "grad can be implicitly created only for scalar outputs\nsee the docs for details"
+
 @pytest.mark.parametrize("prefix,rank", [("[rank3]: ", 3), ("[rank3]:", 3), ("[default1]:", 1),
                                           ("[1,0]<stderr>:", 1), ("2024-05-01 12:00:00,123 - ERROR - ", None)])
 def test_line_prefixes(prefix, rank):

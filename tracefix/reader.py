@@ -84,7 +84,10 @@ _ANOMALY = re.compile(
 )
 _WORDY = re.compile(r"[A-Za-z]{2}")   # a message continuation line has words, not binary debris
 _REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
-_LOGLINE = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|[IWEF]\d{4} \d{2}:|=====|\*{5}|Epoch\b|\d+%\|)")
+# a new log record, not more of an exception's message: timestamps, glog, banners, progress bars,
+# and the lines tools print as a run ends (wandb, logging's default format, Slurm, "Exception ignored")
+_LOGLINE = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|[IWEF]\d{4} \d{2}:|=====|\*{5}|Epoch\b|\d+%\||"
+                      r"wandb:|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[\w.]*:|srun:|slurmstepd:|Exception ignored in)")
 _FLAT_SPLIT = re.compile(r'(?<!\s)\s+(?=File "[^"]+", line \d+)')   # lookbehind: linear on long blank runs
 _FLAT_EXC = re.compile(r"\s(?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")
 _FLAT_CODE = re.compile(r'^(File "[^"]+", line \d+, in \S+)\s+(.+)$')
