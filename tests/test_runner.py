@@ -393,3 +393,17 @@ def test_verify_hook_stops_a_long_training_loop(tmp_path):
     # stopped right after the third step's optimizer step, before its print
     assert out.stdout.decode().splitlines() == ["step 0 done", "step 1 done"]
     assert elapsed < 60
+
+
+@pytest.mark.parametrize("cmd, apply, code", [([sys.executable, "-c", "pass"], False, 0),
+                                              ([sys.executable, "-c", "pass"], True, 0),
+                                              (["tracefix-no-such-command"], True, 127)])
+def test_json_has_the_same_keys_when_there_is_nothing_to_diagnose(tmp_path, cmd, apply, code):
+    args = ["--format", "json"] + (["--apply"] if apply else []) + ["--", *cmd]
+    proc = tracefix_run(args, tmp_path)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == code
+    assert report["exit_code"] == code and report["command_exit_code"] == code
+    assert report["verification"] == "not run" and report["diagnoses"] == []
+    assert ("applied" in report) == apply and report.get("applied", "nothing") == "nothing"
+    assert ("error" in report) == (code == 127)

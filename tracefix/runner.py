@@ -466,19 +466,25 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     to_stderr = fmt == "json"
 
     first = run_child(cmd, _child_env(witness=True) if witness else _child_env(no_witness=True), to_stderr)
-    if first.error:
-        _note(f"error: {first.error}")
-        return first.exit_code
-    child_code = first.exit_code
-    extra: Dict[str, object] = {"exit_code": child_code, "verification": "not run"}
-    if first.returncode == 0 or first.interrupted:
-        if first.interrupted and first.forwarded is None and first.returncode is not None and first.returncode < 0:
-            _note(f"the command was stopped by {_signal_name(-first.returncode)} (exit code {child_code})")
-        if fmt == "json":
+    if first.error or first.returncode == 0 or first.interrupted:
+        # nothing to diagnose: the command could not start, succeeded, or was stopped
+        if first.error:
+            _note(f"error: {first.error}")
+        elif first.interrupted and first.forwarded is None and first.returncode is not None and first.returncode < 0:
+            _note(f"the command was stopped by {_signal_name(-first.returncode)} (exit code {first.exit_code})")
+        if fmt == "json":   # the same keys as every other `run --format json` object
             from tracefix.pipeline import Report
 
+            extra: Dict[str, object] = {"verification": "not run"}
+            if apply:
+                extra["applied"] = "nothing"
+            if first.error:
+                extra["error"] = first.error
+            extra.update(command_exit_code=first.exit_code, exit_code=first.exit_code)
             _emit(Report((), ()), fmt, entries, extra, color, root)
-        return child_code
+        return first.exit_code
+    child_code = first.exit_code
+    extra = {"exit_code": child_code, "verification": "not run"}
 
     try:
         report = _diagnose(first.tail, entries, root)
