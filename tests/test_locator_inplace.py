@@ -492,3 +492,42 @@ def test_a_normalisation_in_place_in_a_helper_is_found_through_the_call(tmp_path
     out = run(tmp_path, "inplace", frames, message, fields)
     assert first(out) == ("losses.py", line_of(tmp_path, "losses.py", "img_emb /="), "inplace-augassign")
     assert not any(s.line == line_of(tmp_path, "losses.py", "txt_emb = txt_emb /") for s in out.fix_sites)
+
+
+# -- no traced write: modules built with inplace=True become candidates (new user round 3) ------
+LAYER_LIST = """
+    import torch.nn as nn
+
+    class Residual(nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, x):
+            return x + self.fn(x)
+
+    def make_mlp(d):
+        layers = [nn.Linear(d, d), nn.Tanh()]
+        layers.append(Residual(nn.Sequential(nn.ReLU(inplace=True), nn.Linear(d, d))))
+        return nn.Sequential(*layers)
+    """
+
+
+def test_an_inplace_module_in_a_list_of_layers_is_a_candidate_when_nothing_is_traced(tmp_path):
+    write(tmp_path, "model.py", LAYER_LIST)
+    write(tmp_path, "train.py", "from model import make_mlp\nmodel = make_mlp(4)\nloss = model(x).sum()\nloss.backward()\n")
+    message, fields = msg("Tanh")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("model.py", line_of(tmp_path, "model.py", "inplace=True"), "inplace-kwarg")
+    assert all(s.searched for s in out.fix_sites)          # candidates: --apply writes one only with --pick
+
+
+def test_no_candidate_when_a_write_was_traced(tmp_path):
+    write(tmp_path, "model.py", LAYER_LIST.replace("return nn.Sequential(*layers)",
+                                                   "return nn.Sequential(*layers)\n\ndef bump(h):\n    h += 1\n    return h"))
+    write(tmp_path, "train.py", "import torch\nfrom model import make_mlp\nmodel = make_mlp(4)\n"
+                                "h = torch.tanh(x)\nh += 1\nloss = h.sum()\nloss.backward()\n")
+    message, fields = msg("Tanh")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out)[:2] == ("train.py", 5) and not out.fix_sites[0].searched
+    assert not any(s.searched for s in out.fix_sites)

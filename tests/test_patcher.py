@@ -168,7 +168,7 @@ def test_unknown_kind_and_optimizer_step_between(tmp_path):
     s = site(2, "optimizer-step-between", code="opt.step()")
     assert propose(diag_for([s, site(1, "no-such-kind")]), tmp_path) == ()
     text = explain_unpatchable(s)
-    assert "train.py:2" in text and "after backward()" in text and text.endswith(".")
+    assert "train.py:2" in text and "Recompute that forward after the step" in text and text.endswith(".")
 
 
 def test_complex_dtype_is_unsafe(tmp_path):

@@ -586,8 +586,10 @@ def explain_unpatchable(site: FixSite) -> str:
     """Why some fix sites get no automatic patch (the CLI shows this instead of a diff)."""
     if site.kind == "optimizer-step-between":
         return (f"{site.path}:{site.line} updates the parameters in place ({site.code.strip() or 'optimizer.step()'}) "
-                "between the forward pass and backward(); move it after backward() (or recompute the forward "
-                "after the step). tracefix rewrites this only when it can prove the result unchanged (the next "
+                "between the forward pass and backward(). Recompute that forward after the step (in a GAN: "
+                "run D on the fake batch again after the discriminator's step); moving the step after that "
+                "backward() is right only if its optimizer should also get that backward's gradients. "
+                "tracefix rewrites this only when it can prove the result unchanged (the next "
                 "backward() and the other optimizer's step() in the same block, both optimizers built in this file "
                 "over separate models, and nothing in between touching the stepped model or its gradients); "
                 "here it could not.")

@@ -24,6 +24,7 @@ from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, argument_fo
                                       is_true, method, param_names, returns, src, unwrap_call, unwrap_chain,
                                       walk_stmt)
 from tracefix.pysource import SourceFile, base_name, const_str, dotted, keyword, last_name, own_nodes
+from tracefix.record import replace
 
 STEP_SKIP_RX = re.compile(r"sched|lr_?|warmup|trainer|env|progress|pbar|bar", re.I)
 STEP_OPT_RX = re.compile(r"opt|sgd|adam|solver|scaler", re.I)
@@ -61,10 +62,35 @@ class _Inplace(Tracer):
         if self.ctx.anomaly_mapped and self._inplace_from_anomaly(fam):
             return
         files = self.ctx.search_files()
+        before = len(self.ctx.sites)
         for rel, sf in self.ctx.sources(files):
             for scope in sf.scopes():
                 self._scan_inplace(sf, scope, fam)
             self._sequential_chains(sf, fam)
+        if len(self.ctx.sites) == before and fam != "view":
+            self._inplace_modules(files, node)
+
+    def _inplace_modules(self, files: List[str], node: str) -> None:
+        """No traced write: every module built with ``inplace=True`` in these files is a candidate
+        (it may receive the saved output through a container built elsewhere, e.g. a list of layers
+        unpacked into nn.Sequential).  Candidates only: ``--apply`` writes one only with ``--pick``."""
+        start = len(self.ctx.sites)
+        for rel, sf in self.ctx.sources(files):
+            if sf.tree is None or "inplace" not in sf.text:
+                continue
+            for call in ast.walk(sf.tree):
+                if not (isinstance(call, ast.Call) and last_name(call.func)[:1].isupper()):
+                    continue
+                kw = keyword(call, "inplace")
+                if kw is None or not is_true(kw.value):
+                    continue
+                what = src(sf, call.func)
+                self.ctx.add(sf, kw.lineno, kw.col_offset, "inplace-kwarg",
+                             f"{what}(inplace=True) overwrites its input; no write to the {node} output was "
+                             f"traced, but if this module receives that output (through layers put together "
+                             f"elsewhere), it is the write backward() found. `tracefix run` (the witness) tells.",
+                             0.3)
+        self.ctx.sites[start:] = [replace(s, searched=True) for s in self.ctx.sites[start:]]
 
     def _node_name(self) -> str:
         node = self.ctx.diag.field("node")
