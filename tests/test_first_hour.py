@@ -291,6 +291,14 @@ def test_rich_title_is_not_cut_mid_word_at_80_columns():
             assert re.fullmatch(re.escape(full) + r"(  \[\d\.\d\d\])?", title), (title, full)
 
 
+
+def test_a_narrow_terminal_wraps_the_diff_rather_than_cropping_the_change(tmp_path):
+    sample = SAMPLES["nonscalar-token-ce-none"]
+    root = copy_sample(sample, tmp_path)
+    proc = tracefix("--format", "rich", "--root", root, root / "crash.log", env=dict(os.environ, COLUMNS="40", NO_COLOR="1"))
+    text = "".join(line.strip("│ ") for line in proc.stdout.decode().splitlines())
+    assert 'reduction="none"' in text and 'reduction="mean"' in text
+
 # --- 9. the repository stands alone ------------------------------------------------------------------
 def test_no_repository_file_points_outside_it():
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()

@@ -649,3 +649,24 @@ def test_a_closed_pipe_is_no_error_for_the_subcommands_either(args):
     finally:
         os.close(w)
     assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
+
+
+def test_the_explain_hint_of_a_user_entry_names_its_knowledge_folder(tmp_path):
+    from tracefix.knowledge import find_entry, load_entries
+    from tracefix.render import _explain_command
+
+    text = (REPO / "knowledge" / "nonscalar-backward.toml").read_text(encoding="utf-8")
+    (tmp_path / "mine.toml").write_text(text.replace('id = "nonscalar-backward"', 'id = "my-entry"'), encoding="utf-8")
+    entries = load_entries([tmp_path])
+    assert _explain_command(find_entry(entries, "nonscalar-backward")) == "tracefix explain nonscalar-backward"
+    hint = _explain_command(find_entry(entries, "my-entry"))
+    assert hint == f"tracefix explain --knowledge {tmp_path} my-entry"
+    shown = tracefix("explain", "--knowledge", tmp_path, "my-entry")
+    assert shown.returncode == 0 and b"my-entry" in shown.stdout
+
+
+def test_a_subcommand_after_an_option_is_pointed_out(tmp_path):
+    r = subprocess.run([PY, "-m", "tracefix", "--knowledge", str(tmp_path), "list"], capture_output=True, cwd=tmp_path,
+                       timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2
+    assert r.stderr.decode().strip().endswith("(the list command comes first: tracefix list [OPTIONS] ...)")

@@ -407,3 +407,13 @@ def test_json_has_the_same_keys_when_there_is_nothing_to_diagnose(tmp_path, cmd,
     assert report["verification"] == "not run" and report["diagnoses"] == []
     assert ("applied" in report) == apply and report.get("applied", "nothing") == "nothing"
     assert ("error" in report) == (code == 127)
+
+
+def test_tracefix_starts_its_own_line_after_output_left_open_and_leaves_a_success_alone(tmp_path):
+    failing = tracefix_run(["--", sys.executable, "-c", "import sys; sys.stdout.write('no newline'); sys.exit(1)"], tmp_path)
+    assert failing.returncode == 1
+    assert failing.stdout.startswith(b"no newline\n") and b"no newlinetracefix" not in failing.stdout
+    err = tracefix_run(["--", sys.executable, "-c", "import sys; sys.stderr.write('half a line'); sys.exit(1)"], tmp_path)
+    assert err.stderr.startswith(b"half a line\n")
+    ok = tracefix_run(["--", sys.executable, "-c", "import sys; sys.stdout.write('done')"], tmp_path)
+    assert ok.returncode == 0 and ok.stdout == b"done" and ok.stderr == b""

@@ -102,7 +102,9 @@ def _open_logs(logs: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
         try:
             out.append((name, open(path, "rb")))
         except OSError as exc:
-            raise Fail(f"{name}: cannot read: {exc.strerror or exc}") from None
+            hint = (f" (the {name} command comes first: tracefix {name} [OPTIONS] ...)"
+                    if name in COMMANDS and not path.exists() else "")
+            raise Fail(f"{name}: cannot read: {exc.strerror or exc}{hint}") from None
     return out
 
 

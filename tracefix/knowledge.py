@@ -66,7 +66,7 @@ class Entry:
         return dict(self.explain).get(key, "")
 
 
-def _builtin_dir() -> Path:
+def builtin_dir() -> Path:
     # In a checkout knowledge/ sits beside the package; a wheel installs it as tracefix.entries.
     if BUILTIN_DIR.is_dir() and (BUILTIN_DIR / "__init__.py").is_file():
         return BUILTIN_DIR
@@ -86,7 +86,7 @@ def load_entries(extra_dirs: Iterable[Path] = (), examples: bool = False,
     array of tables (``[[examples]]``...) is parsed, which keeps start-up fast.
     """
     by_id: Dict[str, Entry] = {}
-    builtin = _builtin_dir()
+    builtin = builtin_dir()
     for directory in [builtin, *map(Path, extra_dirs)]:
         if not directory.is_dir():
             raise KnowledgeError(f"{directory}: not a directory")

@@ -148,6 +148,19 @@ def _from_cwd(root: Optional[str]) -> str:
     return "" if rel == "." else rel.replace("\\", "/").rstrip("/") + "/"
 
 
+def _explain_command(entry: Entry) -> str:
+    """The command that shows ``entry`` in full (a user entry needs its --knowledge folder)."""
+    import shlex
+    from pathlib import Path
+
+    from tracefix.knowledge import builtin_dir
+
+    folder = Path(entry.source).parent if entry.source else None
+    if folder is None or folder.resolve() == builtin_dir().resolve():
+        return f"tracefix explain {entry.id}"
+    return f"tracefix explain --knowledge {shlex.quote(str(folder))} {entry.id}"
+
+
 # --- plain --------------------------------------------------------------------------------
 def _plain_site(label: str, site: Site, reason: str = "") -> List[str]:
     head = f"  {label}{where(site)}"
@@ -209,7 +222,7 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
         lines += ["    " + ln for ln in p.diff.rstrip("\n").split("\n")] if p.diff else []
     if entry is not None:
         lines += ["", f"  How to fix: {_first_paragraph(entry.explanation('fix'))}",
-                  f"  (tracefix explain {d.entry_id} for the whole story)"]
+                  f"  ({_explain_command(entry)} for the whole story)"]
     return lines
 
 
@@ -294,7 +307,7 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
                 body.append(Text(f"  {p.applicability} because: " + safe(p.reason),
                                  style="yellow" if p.applicability == "unsafe" else "red"))
             if p.diff:
-                body.append(Syntax(safe(p.diff), "diff", theme="ansi_dark"))
+                body.append(Syntax(safe(p.diff), "diff", theme="ansi_dark", word_wrap=True))  # never crop a change away
         if entry is not None:
             body.append(Text(safe("How to fix: " + _first_paragraph(entry.explanation("fix")))))
         title = Text(f"{d.entry_id}: ", style="bold")

@@ -143,6 +143,10 @@ class Outcome:
         return self.forwarded is not None or (self.returncode is not None and -self.returncode in INTERRUPTS)
 
 
+# our output fds whose last forwarded byte left a line open (the command printed no newline last)
+_OPEN_LINE: Dict[int, bool] = {}
+
+
 class _Sink:
     """One of our output fds; stops writing (but the child keeps being drained) once it is gone."""
 
@@ -153,6 +157,8 @@ class _Sink:
     def write(self, data: bytes) -> None:
         if not self.alive:
             return
+        if data:
+            _OPEN_LINE[self.fd] = not data.endswith((b"\n", b"\r"))
         view = memoryview(data)
         try:
             while view:
@@ -413,7 +419,22 @@ def _run_threads(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanu
 
 
 # --- diagnosis ------------------------------------------------------------------------------
+def _end_lines() -> None:
+    """Before tracefix writes: end the command's last line on each stream where it left one open
+    (a command that succeeds keeps its output byte for byte: then tracefix writes nothing)."""
+    for fd, open_line in list(_OPEN_LINE.items()):
+        if open_line:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            try:
+                os.write(fd, b"\n")
+            except OSError:
+                pass
+        _OPEN_LINE[fd] = False
+
+
 def _note(text: str) -> None:
+    _end_lines()
     sys.stderr.write(f"tracefix: {text}\n")
     sys.stderr.flush()
 
@@ -451,6 +472,7 @@ def _only_interrupt(report) -> bool:
 def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool], root: Path) -> None:
     from tracefix.render import emit
 
+    _end_lines()
     sys.stdout.flush()
     emit(sys.stdout, report, fmt, entries, extra, color=color, source="the command's output", root=str(root))
 
