@@ -435,6 +435,22 @@ scaler = torch.amp.GradScaler("cpu")
 scaler.scale(model(torch.randn(3, 4, dtype=torch.float16)).float().mean()).backward()
 scaler.step(opt)
 '''),
+    # adapters built in half one parameter at a time, in two layers: every one of them is counted
+    "half_adapters.py": ("half-params", "param", 7, '''import torch, torch.nn as nn
+class Adapter(nn.Module):
+    def __init__(self, d, dtype=torch.float16):
+        super().__init__()
+        self.base = nn.Linear(d, d).requires_grad_(False)
+        self.a = nn.Parameter(torch.zeros(2, d, dtype=dtype))
+        self.b = nn.Parameter(torch.zeros(d, 2, dtype=dtype))
+    def forward(self, x):
+        return self.base(x) + (x.half() @ self.a.t() @ self.b.t()).float()
+model = nn.Sequential(Adapter(4), Adapter(4))
+opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+scaler.scale(model(torch.randn(3, 4)).mean()).backward()
+scaler.step(opt)
+'''),
 }
 
 
@@ -453,6 +469,8 @@ def test_witness_patterns(tmp_path):
         if name == "cast_twice.py":       # the second cast is named too: it alone keeps them half
             assert [(x.role, x.line) for x in tb.evidence.sites[:2]] == [("cast", 3), ("cast", 4)]
             assert "again at" in tb.evidence.summary
+        if name == "half_adapters.py":
+            assert tb.evidence.summary.startswith("4 trainable parameters were built as float16 at "), tb.evidence.summary
 
 
 WORKERS = r'''

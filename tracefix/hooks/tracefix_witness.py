@@ -1012,6 +1012,18 @@ def _explain_cast(rec, msg):
     summary = "%s became %s at %s (%s%s)" % (
         what, c["dtype"], _where(c["frames"][0]) if c["frames"] else "?", c["how"],
         (", e.g. " + ", ".join(c["params"][:3])) if c["params"] else "")
+    built = [b for b in made if b["method"] == "parameter" and b["dtype"] == c["dtype"]]
+    if c["method"] == "parameter" and len(built) > 1:
+        # parameters built in half one by one: count them all, not only the last one seen
+        where = []
+        for b in reversed(built):
+            at = _where(b["frames"][0]) if b["frames"] else "?"
+            if at not in where:
+                where.append(at)
+        names = list(dict.fromkeys(nm for b in reversed(built) for nm in b["params"]))
+        total = sum(b["count"] for b in built)
+        summary = "%d trainable parameters were built as %s at %s (e.g. %s)" % (
+            total, c["dtype"], ", ".join(where[:3]) + (", ..." if len(where) > 3 else ""), ", ".join(names[:3]))
     if again and again[0]["frames"]:
         summary += "; cast to %s again at %s (%s)" % (again[0]["dtype"], _where(again[0]["frames"][0]), again[0]["how"])
     data = {"dtype": c["dtype"], "how": c["how"], "params": c["params"], "count": c["count"], "args": c["args"]}
