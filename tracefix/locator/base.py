@@ -204,7 +204,8 @@ class LocateContext:
             if report:
                 if m.ambiguous:
                     self.notes.append(f"{fr.path} matches several files ({', '.join((m.rel_path,) + m.ambiguous)}); "
-                                      f"{m.rel_path} was used.")
+                                      f"each was analysed, so their fix sites are equally likely (--apply "
+                                      f"writes one only with --pick N; pass the right folder as --root to choose).")
                 if m.changed:
                     self.notes.append(f"{m.rel_path} changed since the log was written: line {fr.line} no "
                                       f"longer reads {fr.code!r}.")

@@ -255,7 +255,7 @@ class HalfParams(ValueTracer):
         reason = f"{reason} The dtype comes from {where}."
         config = [o for o in origins if o.source in CONFIG_SOURCES and not o.shared]
         if any(o.shared for o in origins):
-            reason += " The same value is read elsewhere too (autocast, the scaler, ...), so the cast is what changes."
+            reason += " The same value is read elsewhere too, so the cast is what changes."
         elif any(o.source in ("argparse", "lookup", "file", "default") for o in origins):
             reason += (" It is chosen outside this code (a command-line option, a lookup table, a config file or a "
                        "caller), so the cast is what changes.")
