@@ -148,13 +148,13 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     code = EXIT_OK if report.diagnoses else EXIT_NOTHING
     extra = None
     problems: List[str] = []
-    already: List[str] = []
+    said: List[str] = []        # already applied, and cautions about what was written
     if do_apply and report.diagnoses:
         from tracefix.pipeline import apply_recommended
 
         done = apply_recommended(report, root_path, pick)
-        problems, already = done.problems, done.already + done.cautions
-        extra = {"applied": ", ".join(done.written) or ("nothing (already applied)" if already else "nothing")}
+        problems, said = done.problems, done.already + done.cautions
+        extra = {"applied": ", ".join(done.written) or ("nothing (already applied)" if done.already else "nothing")}
         if problems:
             code = EXIT_PATCH
     if empty and not report.diagnoses:
@@ -165,7 +165,7 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     emit(report, fmt, entries, extra, root_path)
     if fmt == "quickfix" and extra and extra["applied"] != "nothing":
         _err(f"tracefix: applied: {extra['applied']}")  # stdout holds only the editor's lines
-    for p in already + problems:
+    for p in said + problems:
         _err(f"tracefix: {p}")
     sys.exit(code)
 

@@ -65,7 +65,7 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
                    f"the output is complex ({dtype}); the imaginary part is then ignored",
                    {rel: src.replace(target, lambda n: _reduce(n, "real"))}, alternative=True),
         ]
-    if _stacked(src, target) and not _per_sample_sources(ctx):
+    if _stacked_losses(ctx, src, target):
         # torch.stack([loss_a, w * loss_b]): one entry per loss, not per sample; their sum is the
         # objective the list spells out, and the mean divides it by the number of losses
         return [
@@ -86,23 +86,20 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
     ]
 
 
-def _per_sample_sources(ctx: Context) -> bool:
-    """Did the locator find where a per-sample loss is made (then stacked entries are vectors)?"""
-    return any(s.kind in ("criterion-reduction", "per-sample-return") for s in ctx.diag.fix_sites)
-
-
-def _stacked(src: Source, target: cst.BaseExpression) -> bool:
+def _stacked_losses(ctx: Context, src: Source, target: cst.BaseExpression) -> bool:
     """Is ``target`` ``torch.stack(...)`` of a list of losses spelled out here (a list or tuple
-    display, a comprehension, or a name bound to one), directly or through a name bound to it?"""
-    def stack_arg(e: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    display, a comprehension, or a name bound to one), directly or through a name bound to it,
+    with no per-sample loss found by the locator (whose entries would be vectors)?"""
+    if any(s.kind in ("criterion-reduction", "per-sample-return") for s in ctx.diag.fix_sites):
+        return False
+
+    def stack_arg(e: Optional[cst.CSTNode]) -> Optional[cst.BaseExpression]:
         if isinstance(e, cst.Call) and dotted(e.func) in ("torch.stack", "stack") and len(e.args) == 1 \
                 and e.args[0].keyword is None:
             return e.args[0].value
         return None
 
-    arg = stack_arg(target)
-    if arg is None and isinstance(target, cst.Name):
-        arg = stack_arg(_bound_value(src, target) or target)
+    arg = stack_arg(target) or (stack_arg(_bound_value(src, target)) if isinstance(target, cst.Name) else None)
     if isinstance(arg, cst.Name):
         arg = _bound_value(src, arg)
     return isinstance(arg, (cst.List, cst.Tuple, cst.ListComp))
@@ -170,7 +167,7 @@ def backward_receiver(ctx: Context, site: FixSite) -> List[Option]:
         # assigned (another site) serves that code too, so that fix ranks first when offered.
         options[0].demote = True
     if options and not _is_complex(ctx) and not isinstance(target, (cst.List, cst.Tuple)) \
-            and not (_stacked(src, target) and not _per_sample_sources(ctx)):  # there .sum() says it plainly
+            and not _stacked_losses(ctx, src, target):  # there .sum() says the same plainly
         code = src.code(target).strip()
         ones = kwarg(grad_kw, expr(f"torch.ones_like({code})"))
         text = ensure_torch(src.replace(call, lambda n: add_arg(n, ones)))
