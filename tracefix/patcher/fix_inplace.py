@@ -9,7 +9,7 @@ import libcst as cst
 
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwarg, positional, remove_arg
-from tracefix.patcher.rebind import in_loop, names_read as _names, reads_name, rebind_risk, view_risk
+from tracefix.patcher.rebind import in_loop, names_read as _names, reads_name, rebind_risk, view_risk, view_root
 from tracefix.records import FixSite
 
 _AUG_TO_BIN = {
@@ -289,16 +289,9 @@ def _clone_risk(src: Source, node: cst.CSTNode, base: cst.BaseExpression, code: 
 
 def _aliased(src: Source, name: str) -> bool:
     """Is ``name`` bound to a view/alias of something, or is something bound to a view of it?"""
-    def root_name(v: cst.CSTNode) -> str:
-        while True:
-            if isinstance(v, cst.Subscript):
-                v = v.value
-            elif isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in VIEWS:
-                v = v.func.value
-            elif isinstance(v, cst.Attribute) and v.attr.value in VIEWS:
-                v = v.value
-            else:
-                return v.value if isinstance(v, cst.Name) else ""
+    def root_name(v: cst.BaseExpression) -> str:
+        root, _ = view_root(v, VIEWS, VIEWS)   # this check's own, wider view set
+        return root.value if isinstance(root, cst.Name) else ""
 
     for assign in src.all(cst.Assign):
         targets = {src.code(t.target).strip() for t in assign.targets}

@@ -8,7 +8,7 @@ the new value reaches the code that read the old one: ``N`` is read afterwards i
 """
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple
+from typing import AbstractSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -250,7 +250,7 @@ def _view_base(src: Source, stmt: cst.CSTNode, scope: cst.CSTNode, name: str) ->
     assign = next((a for a in src.ancestors(last) if isinstance(a, (cst.Assign, cst.AnnAssign, cst.For))), None)
     if not isinstance(assign, (cst.Assign, cst.AnnAssign)) or assign.value is None:
         return None
-    root, viewed = _view_root(assign.value)
+    root, viewed = view_root(assign.value)
     if root is None or not viewed and not isinstance(assign.value, (cst.Name, cst.Attribute)):
         return None
     if isinstance(root, cst.Name) and root.value == name:
@@ -258,15 +258,17 @@ def _view_base(src: Source, stmt: cst.CSTNode, scope: cst.CSTNode, name: str) ->
     return root
 
 
-def _view_root(v: cst.BaseExpression) -> Tuple[Optional[cst.BaseExpression], bool]:
-    """(the name or attribute ``v`` is a view of, whether a view step was taken)."""
+def view_root(v: cst.BaseExpression, methods: AbstractSet[str] = VIEW_METHODS,
+              attrs: AbstractSet[str] = VIEW_ATTRS) -> Tuple[Optional[cst.BaseExpression], bool]:
+    """(the name or attribute ``v`` is a view of, whether a view step was taken): through indexing,
+    the view ``methods`` and the view ``attrs``."""
     viewed = False
     while True:
         if isinstance(v, cst.Subscript):
             v = v.value
-        elif isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in VIEW_METHODS:
+        elif isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in methods:
             v = v.func.value
-        elif isinstance(v, cst.Attribute) and v.attr.value in VIEW_ATTRS:
+        elif isinstance(v, cst.Attribute) and v.attr.value in attrs:
             v = v.value
         else:
             return (v if isinstance(v, (cst.Name, cst.Attribute)) else None), viewed
