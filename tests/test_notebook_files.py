@@ -99,8 +99,9 @@ def test_bf16_recorded_log_names_the_scaler_cell_and_applies(tmp_path):
 
 
 def test_cli_imports_no_jupyter_package():
-    code = ("import sys, runpy; sys.argv = ['tracefix', '--format', 'json', '--root', %r, %r]\n"
-            "try:\n    runpy.run_module('tracefix', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+    # main(), not the console entry: that one leaves the process before this probe could look
+    code = ("import sys; sys.argv = ['tracefix', '--format', 'json', '--root', %r, %r]\n"
+            "from tracefix.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
             "bad = [m for m in ('IPython', 'nbformat', 'nbclient', 'ipykernel', 'jupyter_client', 'torch') "
             "if m in sys.modules]\nprint('IMPORTED', bad, file=sys.stderr)"
             % (str(NOTEBOOKS), str(NOTEBOOKS / "bf16_scaler.log")))

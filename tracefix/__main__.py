@@ -1,3 +1,3 @@
-from tracefix.cli import main
+from tracefix.cli import entry
 
-main()
+entry()

@@ -1,6 +1,7 @@
 """Wire the stages: read -> match -> collapse ranks -> locate (-> patch, on request)."""
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
@@ -101,6 +102,19 @@ def _recommended_first(sites: Tuple[FixSite, ...], patches) -> Tuple[FixSite, ..
 
 
 def propose_all(report: Report, root: Path) -> Report:
+    # Importing libcst and parsing the sources make some 10^5 objects that all live until the
+    # patches are made; the cyclic collector would walk them again and again (about a tenth of a
+    # diagnosis with a patch).  Paused for this bounded step only: reference counting still frees.
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _propose_all(report, root)
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _propose_all(report: Report, root: Path) -> Report:
     from tracefix.patcher import explain_unpatchable, propose
 
     out = []
