@@ -142,3 +142,33 @@ def test_clone_where_the_right_hand_side_reads_the_copy_is_unsafe(tmp_path):
     p = first(tmp_path, RNN, 7, "inplace-subscript")
     assert p.applicability == "unsafe" and "right-hand side reads 'states'" in p.reason
     assert "loop" in p.reason
+
+
+# `y = x.op_(...)` / `return x.op_(...)` becomes `x.op(...)`: the result is used where it was, and
+# only code that sees `x` itself afterwards could miss the in-place change
+@pytest.mark.parametrize("body, line", [
+    ("import torch\ndef f(mu, logvar):\n    std = torch.exp(0.5 * logvar)\n    eps = torch.randn_like(std)\n"
+     "    return std.mul_(eps).add_(mu)\n", 5),
+    ("import torch\ndef f(mu, logvar):\n    std = torch.exp(0.5 * logvar)\n    z = std.mul_(torch.randn_like(std))\n"
+     "    return z + mu\n", 4),
+])
+def test_a_used_result_of_a_local_nothing_reads_again_is_safe(tmp_path, body, line):
+    p = first(tmp_path, body, line, "inplace-method")
+    assert p.applicability == "safe", p.reason
+    assert "std.mul(" in p.files[0][2] and "mul_" not in p.files[0][2]
+
+
+@pytest.mark.parametrize("body, line, said", [
+    # read again afterwards
+    ("import torch\ndef f(mu, logvar):\n    std = torch.exp(0.5 * logvar)\n    z = std.mul_(torch.randn_like(std))\n"
+     "    return z + mu, std\n", 4, "(read at line 5)"),
+    # read again in the same statement
+    ("import torch\ndef f(logvar):\n    std = torch.exp(logvar)\n    return std.mul_(2) + std\n", 4, "no longer modified"),
+    # the caller's tensor
+    ("import torch\ndef f(std, eps):\n    return std.mul_(eps)\n", 3, "caller's tensor"),
+    # a view of a tensor read later
+    ("import torch\ndef f(buf):\n    b = buf.exp()\n    s = b.view(-1)\n    y = s.mul_(2)\n    return y, b\n", 5, "view of 'b'"),
+])
+def test_a_used_result_whose_receiver_is_seen_elsewhere_is_unsafe(tmp_path, body, line, said):
+    p = first(tmp_path, body, line, "inplace-method")
+    assert p.applicability == "unsafe" and said in p.reason, p.reason

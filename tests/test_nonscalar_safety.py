@@ -59,7 +59,11 @@ def test_hard_mining_keeps_per_sample_losses_so_only_backward_reduces(tmp_path):
 def test_masked_lm_sum_of_the_vector_is_read_later(tmp_path):
     diag = diagnose(tmp_path, {"train.py": MASKED_LM}, [(41, "<module>")])
     first = diag["patches"][0]
-    assert first["applicability"] == "safe" and "+    loss.mean().backward()" in first["diff"]
+    # loss = token_loss * mask: the average over the kept positions, as the script's own print does
+    assert first["applicability"] == "safe"
+    assert "+    (loss.sum() / mask.reshape(-1).sum().clamp(min=1)).backward()" in first["diff"]
+    [plain] = by_diff(diag, "+    loss.mean().backward()")
+    assert plain["applicability"] == "unsafe" and "zeroes out" in plain["reason"]
     [mean] = by_diff(diag, "+    loss = (token_loss * mask.reshape(-1)).mean()")
     assert mean["applicability"] == "unsafe" and "train.py:43" in mean["reason"]
     # loss.sum().item() reads a reduction of the vector: not "used as a scalar elsewhere"
@@ -175,3 +179,56 @@ def test_a_plain_vector_loss_keeps_the_mean(tmp_path):
     write(tmp_path, "import torch\nloss = torch.cat([a, b])\nloss.backward()\n")
     patches = propose(diag_for([site(3, "backward-receiver")]), tmp_path)
     assert patches[0].applicability == "safe" and ".mean().backward()" in patches[0].files[0][2]
+
+
+# --- a loss returned in a dict, and a masked loss (new user round 4) -----------------------------
+LM_LOSS = ('import torch.nn.functional as F\n\n\ndef lm_loss(logits, targets):\n'
+           '    tok = F.cross_entropy(logits.flatten(0, 1), targets.reshape(-1), reduction="none").view(targets.shape)\n'
+           '    mask = (targets != 0).float()\n'
+           '    return {"loss": tok * mask, "ntokens": mask.sum()}\n')
+LM_TRAIN = ('import torch\nfrom lmloss import lm_loss\n\nfor step in range(3):\n'
+            '    out = lm_loss(torch.randn(2, 5, 7, requires_grad=True), torch.randint(0, 7, (2, 5)))\n'
+            '    out["loss"].backward()\n'
+            '    print(f"step {step} loss {READ:.4f}")\n')
+
+
+def _dict_patches(tmp_path, read):
+    from test_patcher import diag_for, site, write
+    from tracefix.patcher import propose
+    from tracefix.records import Site
+    from tracefix.record import replace
+
+    write(tmp_path, LM_LOSS, "lmloss.py")
+    write(tmp_path, LM_TRAIN.replace("READ", read))
+    diag = replace(diag_for([site(7, "per-sample-return", "lmloss.py", col=4),
+                             site(6, "backward-receiver", score=0.9, col=4)]),
+                   crash_site=Site(path="train.py", line=6, code='out["loss"].backward()', col=4))
+    return propose(diag, tmp_path)
+
+
+def test_a_dict_return_reduces_its_loss_entry_never_the_dict(tmp_path):
+    patches = _dict_patches(tmp_path, "out['loss'].mean().item()")
+    at_return = [p for p in patches if p.files[0][0] == "lmloss.py"]
+    assert at_return
+    for p in at_return:
+        assert '{"loss": tok * mask, "ntokens": mask.sum()}.' not in p.files[0][2]
+    [kept] = [p for p in at_return if "clamp(min=1)" in p.files[0][2]]
+    assert '{"loss": (tok * mask).sum() / mask.sum().clamp(min=1), "ntokens": mask.sum()}' in kept.files[0][2]
+    assert kept.applicability == "safe", kept.reason
+    # the mean at backward() also counts the padding
+    [at_backward] = [p for p in patches if p.files[0][2].count('out["loss"].mean().backward()')]
+    assert at_backward.applicability == "unsafe" and "'mask' at lmloss.py:7" in at_backward.reason
+
+
+def test_a_returned_loss_read_again_per_sample_after_backward_is_unsafe_to_reduce_at_the_return(tmp_path):
+    patches = _dict_patches(tmp_path, "out['loss'].sum().item() / out['ntokens'].item()")
+    [kept] = [p for p in patches if "clamp(min=1)" in p.files[0][2]]
+    assert kept.applicability == "unsafe" and "read again as per-sample values at train.py:7" in kept.reason
+
+
+def test_a_dict_without_a_loss_entry_gets_no_reduction(tmp_path):
+    from test_patcher import diag_for, site, write
+    from tracefix.patcher import propose
+
+    write(tmp_path, "def f(a, b):\n    return {'total': a * b, 'n': 3}\n", "lmloss.py")
+    assert propose(diag_for([site(2, "per-sample-return", "lmloss.py", col=4)]), tmp_path) == ()

@@ -505,3 +505,45 @@ def test_dataloader_workers_are_not_watched(tmp_path):
     out = run_py(["workers.py"], tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["fork", "0.0", "spawn", "0.0", "main", "True"]
+
+
+# --- the creators the witness names for a non-scalar loss ------------------------------------------
+HARD_MINING_MODEL = '''import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(8, 1)
+
+    def forward(self, x, target):
+        pred = self.body(x).squeeze(-1)
+        err = (pred - target).abs()
+        return pred, err
+
+
+torch.manual_seed(0)
+model = Net()
+x, t = torch.randn(40, 8), torch.randn(40)
+pred, loss = model(x, t)
+loss.backward()
+'''
+
+
+@pytest.mark.torch
+def test_nonscalar_creators_stop_where_another_per_sample_operand_joins(tmp_path):
+    """`err = (pred - target).abs()`: `pred - target` joins a second per-sample tensor, so `pred`'s
+    own line is no creator: reducing the prediction cannot make the loss a scalar."""
+    (tmp_path / "train.py").write_text(HARD_MINING_MODEL)
+    run = run_py(["train.py"], tmp_path)
+    assert "only for scalar outputs" in run.stderr
+    data = json.loads(next(ln for ln in run.stderr.splitlines()
+                           if ln.startswith("tracefix-witness-data: "))[len("tracefix-witness-data: "):])
+    creators = [s["line"] for s in data["sites"] if s["role"] == "creator"]
+    assert creators == [12]
+    (tmp_path / "crash.log").write_text(run.stderr)
+    out = subprocess.run([sys.executable, "-m", "tracefix", "--format", "json", "--root", str(tmp_path),
+                          str(tmp_path / "crash.log")], capture_output=True, timeout=TIMEOUT, env=witness_env(False))
+    (d,) = json.loads(out.stdout)["diagnoses"]
+    assert 11 not in [s["line"] for s in d["fix_sites"]]

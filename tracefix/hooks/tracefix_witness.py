@@ -411,7 +411,8 @@ class _Recorder:
             if len(self.creators) >= MAX_CREATORS:
                 self.creators.clear()
         Tensor = self.Tensor
-        inputs = tuple(id(a) for a in args if isinstance(a, Tensor))
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        inputs = tuple(id(a) for a in tensors)
         detail = ""
         red = kwargs.get("reduction")
         if isinstance(red, str):
@@ -419,6 +420,9 @@ class _Recorder:
         self.creators[id(result)] = (weakref.ref(result), {
             "op": getattr(func, "__name__", str(func)), "shape": list(result.shape),
             "frames": _user_frames(3, 2), "inputs": inputs, "detail": detail,
+            # another operand with several elements (pred - target): the shape does not come from
+            # the first input alone, so reducing further up cannot make the result a scalar
+            "mixed": any(a.numel() != 1 for a in tensors[1:]),
             "module": _weak(self.stack[-1]) if self.stack else None})
 
     def _backward(self, func, args, kwargs):
@@ -952,7 +956,11 @@ def _explain_nonscalar(rec, msg, exc_frames):
     sites = []
     where = exc_frames[0] if exc_frames else (ns["frames"][0] if ns["frames"] else None)
     creator_txt = ""
+    mixed = False
     for c in ns["chain"]:
+        if mixed:
+            break        # the ops further up made only one of that op's operands
+        mixed = c.get("mixed", False)
         if not c["frames"]:
             continue
         fr = c["frames"][0]

@@ -9,7 +9,8 @@ import libcst as cst
 
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwarg, positional, remove_arg
-from tracefix.patcher.rebind import in_loop, names_read as _names, reads_name, rebind_risk, view_risk, view_root
+from tracefix.patcher.rebind import (dropped_write_risk, in_loop, names_read as _names, reads_name, rebind_risk,
+                                     view_risk, view_root)
 from tracefix.records import FixSite
 
 _AUG_TO_BIN = {
@@ -148,6 +149,9 @@ def inplace_method(ctx: Context, site: FixSite) -> List[Option]:
                             "this line and relied on that change must use the returned value")
     if safe and isinstance(receiver, cst.Name):   # `x = x.op_()`: rebound already, but a view's base lost the write
         risk = view_risk(src, parent, rcode)
+    elif isinstance(receiver, cst.Name) and src.small_statement_of(call) is not None:
+        # `return std.mul_(eps).add_(mu)`: only code that sees `std` later could miss the change
+        risk = dropped_write_risk(src, call, rcode)
     return [Option(f"Use the out-of-place `{method[:-1]}` instead of `{method}`", _label(risk), risk,
                    {site.path: _torch(text, new_call)})]
 

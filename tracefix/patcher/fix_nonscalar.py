@@ -7,7 +7,7 @@ import libcst as cst
 
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import (Source, add_arg, dotted, ensure_torch, expr, keyword, kwarg,
-                                      method_call, method_name, positional)
+                                      method_call, method_name, parenthesize, positional)
 from tracefix.records import FixSite
 
 REDUCERS = {"mean", "sum", "item", "abs", "real", "norm", "nansum", "nanmean", "logsumexp"}
@@ -40,7 +40,6 @@ def _reduce(node: cst.BaseExpression, how: str) -> cst.BaseExpression:
         return node.with_changes(elements=[e.with_changes(value=_reduce(e.value, how)) if not is_reduced(e.value) else e
                                            for e in node.elements])
     if how == "real":
-        from tracefix.patcher.cstedit import parenthesize
         return cst.Attribute(value=parenthesize(node), attr=cst.Name("real"))
     return method_call(node, how)
 
@@ -52,8 +51,8 @@ def _is_complex(ctx: Context) -> bool:
 def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, what: str,
                        rel: str) -> List[Option]:
     """Replace ``target`` by its reduction: mean (safe), sum (unsafe); complex: abs / real."""
-    if all(is_reduced(e) for e in _elements(target)):
-        return []
+    if isinstance(target, _NOT_TENSORS) or all(is_reduced(e) for e in _elements(target)):
+        return []   # {"loss": ...}.mean() would not even run: the caller picks the loss element
     code = src.code(target).strip()
     if _is_complex(ctx):
         dtype = ctx.diag.field("dtype")
@@ -77,13 +76,105 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
                    "their sum is the total objective)", "safe", "",
                    {rel: src.replace(target, lambda n: _reduce(n, "sum"))}),
         ]
-    return [
-        Option(f"Reduce `{code}` to a scalar with .mean() before backward ({MEAN_WHY})", "safe", "",
-               {rel: src.replace(target, lambda n: _reduce(n, "mean"))}),
-        Option(f"Reduce `{code}` to a scalar with .sum() before backward", "unsafe",
-               "gradients then grow with the batch size, so the learning rate may need retuning",
-               {rel: src.replace(target, lambda n: _reduce(n, "sum"))}, alternative=True),
-    ]
+    mean = Option(f"Reduce `{code}` to a scalar with .mean() before backward ({MEAN_WHY})", "safe", "",
+                  {rel: src.replace(target, lambda n: _reduce(n, "mean"))})
+    total = Option(f"Reduce `{code}` to a scalar with .sum() before backward", "unsafe",
+                   "gradients then grow with the batch size, so the learning rate may need retuning",
+                   {rel: src.replace(target, lambda n: _reduce(n, "sum"))}, alternative=True)
+    mask = _mask_of(src, target)
+    masked_at = "" if mask is not None else _masked_elsewhere(ctx)
+    if mask is None and not masked_at:
+        return [mean, total]
+    # tok * mask: the mean over every position also counts the ones the mask zeroes out, so the
+    # loss is scaled by the share of kept positions, which changes from batch to batch
+    mean.summary = f"Reduce `{code}` to a scalar with .mean() before backward"
+    mean.applicability, mean.alternative = "unsafe", True
+    if masked_at:
+        mean.reason = (f"the loss is multiplied by a mask ({masked_at}): the mean also counts the masked-out "
+                       "positions; averaging over the kept ones is the patch there")
+        return [mean, total]
+    m = src.code(mask).strip()
+    mean.reason = (f"it also counts the positions '{m}' zeroes out, so the loss shrinks with the share of "
+                   "masked positions, which changes from batch to batch")
+    masked = Option(f"Average `{code}` over the positions `{m}` keeps: `.sum() / {m}.sum()`", "safe", "",
+                    {rel: src.replace(target, lambda n: _kept_mean(src, n, target, mask))})
+    return [masked, total, mean]
+
+
+def _read_after_backward(ctx: Context, how: str = "") -> str:
+    """Why a loss reduced where it is made changes what the training step reads: the step's
+    ``out["loss"]`` / ``outputs.loss`` (the backward() target at the crash site) is read again after
+    backward() as per-sample values (``out["loss"].sum() / n``, ``.topk()``); "" when not, or when the
+    target is a plain name (the loss-assignment sites answer for those)."""
+    crash = ctx.diag.crash_site
+    src = ctx.source(crash.path) if crash is not None else None
+    call = src.find(crash.line, crash.col, cst.Call, lambda n: method_name(n) == "backward") \
+        if src is not None else None
+    target = _backward_target(call)[0] if call is not None else None
+    if not isinstance(target, (cst.Subscript, cst.Attribute)):
+        return ""
+    want = _spelled(src, target)
+    scope = _scope_of(src, call)
+    end = src.positions[call].end.line
+    for n in src.in_statement_of(scope, type(target)):
+        line = src.positions[n].start.line
+        if line <= end or _spelled(src, n) != want or _scalar_serves(src, n, how):
+            continue
+        stmt_code = " ".join(src.code(src.small_statement_of(n) or n).split())
+        if len(stmt_code) > 60:
+            stmt_code = stmt_code[:57] + "..."
+        return (f"'{want}' is read again as per-sample values at {crash.path}:{line} ({stmt_code}); "
+                "reducing it where it is made changes that")
+    return ""
+
+
+def _spelled(src: Source, node: cst.CSTNode) -> str:
+    """The code of ``node`` with one kind of quotes and no spaces: out['loss'] == out["loss"]."""
+    return "".join(src.code(node).split()).replace("'", '"')
+
+
+def _masked_elsewhere(ctx: Context) -> str:
+    """``mask`` at path:line when another fix site's loss is ``x * mask``; ""."""
+    for other in ctx.diag.fix_sites:
+        if other.kind not in ("per-sample-return", "loss-assignment"):
+            continue
+        src = ctx.source(other.path)
+        node = src.find(other.line, other.col, (cst.Return, cst.Assign, cst.AnnAssign),
+                        lambda n: n.value is not None) if src is not None else None
+        value = _loss_element(node.value) if node is not None else None
+        mask = _mask_of(src, value) if value is not None else None
+        if mask is not None:
+            return f"'{src.code(mask).strip()}' at {other.path}:{other.line}"
+    return ""
+
+
+def _kept_mean(src: Source, node: cst.BaseExpression, target: cst.BaseExpression,
+               mask: cst.BaseExpression) -> cst.BaseExpression:
+    """``node.sum() / mask.sum().clamp(min=1)`` (no division by zero for an all-masked batch)."""
+    den = method_call(method_call(mask, "sum"), "clamp", [kwarg("min", cst.Integer("1"))])
+    out = cst.BinaryOperation(left=method_call(node, "sum"), operator=cst.Divide(), right=den)
+    holder = src.parent(target)
+    if isinstance(holder, (cst.Attribute, cst.Subscript, cst.BinaryOperation, cst.UnaryOperation)):
+        out = parenthesize(out)   # (loss.sum() / mask.sum()).backward()
+    return out
+
+
+# displays that are no tensor: reducing them fails at once
+_NOT_TENSORS = (cst.Dict, cst.DictComp, cst.Set, cst.SetComp, cst.SimpleString, cst.ConcatenatedString,
+                cst.FormattedString, cst.Integer, cst.Float)
+_MASK_WORDS = ("mask",)
+
+
+def _mask_of(src: Source, target: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The mask in ``x * mask`` (directly, or the value a name was bound to just above), whose kept
+    positions a mean should count; None when ``target`` is no such product."""
+    value = _bound_value(src, target) if isinstance(target, cst.Name) else target
+    if not (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply)):
+        return None
+    for side in (value.right, value.left):
+        if any(w in src.code(side).lower() for w in _MASK_WORDS):
+            return side
+    return None
 
 
 def _stacked_losses(ctx: Context, src: Source, target: cst.BaseExpression) -> bool:
@@ -288,14 +379,31 @@ def loss_value(ctx: Context, site: FixSite) -> List[Option]:
         what = "assigned loss"
     if node is None:
         return []
-    options = _reduction_options(ctx, src, node.value, what, site.path)
+    value = _loss_element(node.value)
+    if value is None:
+        return []
+    options = _reduction_options(ctx, src, value, what, site.path)
     if site.kind == "per-sample-return":
         on_purpose = _on_purpose(src, node, site.path)
-        options = _mark_per_sample(ctx, options, lambda how: on_purpose or _assigned_read(ctx, how))
+        options = _mark_per_sample(ctx, options, lambda how: on_purpose or _assigned_read(ctx, how)
+                                   or _read_after_backward(ctx, how))
         built = _ask_for_mean(ctx, src, node) if on_purpose else None
         return ([built] if built is not None else []) + options
     return _mark_per_sample(ctx, options, lambda how: _per_sample_read(src, node, _target_name(node), site.path, how)
                             or _assigned_read(ctx, how))
+
+
+def _loss_element(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What to reduce in a returned or assigned value: in a dict display, its "loss" entry (the
+    convention of HF outputs and training loops: ``out["loss"].backward()``); None when a dict has
+    none."""
+    if not isinstance(value, cst.Dict):
+        return value
+    for el in value.elements:
+        if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) \
+                and el.key.evaluated_value == "loss":
+            return el.value
+    return None
 
 
 def _mark_per_sample(ctx: Context, options: List[Option], why_for) -> List[Option]:

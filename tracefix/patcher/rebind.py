@@ -44,6 +44,28 @@ def rebind_risk(src: Source, stmt: cst.CSTNode, name: str) -> str:
     return view_risk(src, stmt, name)
 
 
+def dropped_write_risk(src: Source, call: cst.Call, name: str) -> str:
+    """Why leaving ``name`` unchanged at ``call`` (``name.op_()`` replaced by ``name.op()`` whose result
+    is used right there) loses what the in-place write did: someone reads ``name`` afterwards, it is
+    the caller's tensor, or a view of one read later; "" when nothing sees the difference."""
+    stmt = src.small_statement_of(call)
+    scope = _scope(src, stmt)
+    occ = _occurrences(src, scope, name, stmt)
+    # the call's own arguments are evaluated before the write; the rest of the statement after it
+    inside = {id(n) for n in _nodes(call)}
+    later = [n for n in _nodes(stmt) if isinstance(n, cst.Name) and n.value == name and id(n) not in inside]
+    reads = _reads_after(src, stmt, scope, name, occ)
+    if reads or later:
+        where = f" (read at line {src.line_of(reads[0])})" if reads else ""
+        return (f"'{name}' is no longer modified in place; code that reads '{name}' after this line{where} "
+                "and relied on that change must use the returned value")
+    owner = _caller_owned(src, stmt, scope, name)
+    if owner:
+        return (f"'{name}' is {owner}: the in-place write also changed the caller's tensor, which the "
+                "out-of-place form no longer does")
+    return view_risk(src, stmt, name)
+
+
 def view_risk(src: Source, stmt: cst.CSTNode, name: str) -> str:
     """Why ``name`` shares memory with a tensor read after ``stmt`` (so the in-place write changed that
     one too); "" when it does not, as far as this scope shows."""
