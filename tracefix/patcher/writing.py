@@ -340,13 +340,24 @@ def undo(root: Path, force: bool = False) -> List[str]:
     return sorted(restored, key=[item["path"] for item in files].index)
 
 
+def journal_files(entry) -> Dict[str, str]:
+    """{relative path: sha256 after the patch} of one journal entry: ``{"patch": N, "summary": ...,
+    "files": {...}}``, or, as older tracefix wrote it, the bare ``{path: sha256}``; {} when unreadable."""
+    if not isinstance(entry, dict):
+        return {}
+    files = entry.get("files") if "files" in entry else entry
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        return {}
+    return files
+
+
 def _forget_applied(root: Path, restored) -> None:
     """Drop the journal entries of the restored files: applying that log again must patch again."""
     path = root / STATE_DIR / JOURNAL
     journal = _read_manifest(path)
     if journal is None:
         return
-    kept = {k: v for k, v in journal.items() if not (isinstance(v, dict) and restored & set(v))}
+    kept = {k: v for k, v in journal.items() if not restored & set(journal_files(v))}
     try:
         if kept:
             _atomic_write(path, json.dumps(kept, indent=1).encode("utf-8"), None)
