@@ -72,3 +72,73 @@ def test_a_journal_of_an_older_tracefix_still_reads_as_already_applied(tmp_path)
     assert proc.returncode == 0 and "already applied to module.py" in _said(proc)
     assert run_tracefix("undo", cwd=root).returncode == 0
     assert not (root / ".tracefix").exists()                    # its entry was forgotten with the undo
+
+
+# --- a symlink that leaves the root: read for the diagnosis, never written ----------------------------
+def _linked_out(tmp_path: Path) -> Path:
+    """The sample nonscalar-weighted-mse with its train.py a symlink to a file outside the root."""
+    root = copy_sample(SAMPLES["nonscalar-weighted-mse"], tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "train.py").rename(outside / "train.py")
+    (root / "train.py").symlink_to(outside / "train.py")
+    return root
+
+
+def test_a_symlink_leaving_the_root_is_diagnosed_through(tmp_path):
+    root = _linked_out(tmp_path)
+    proc = run_tracefix("--root", root, "--format", "plain", "crash.log", cwd=root)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0
+    assert re.search(r"crash site: train\.py:37\n\s+loss\.backward\(\)", out), out
+    assert re.search(r"fix site: +train\.py:36 ", out), out
+    assert "does not read" not in out and "edited since" not in out and "not in a file under" not in out
+
+
+def test_apply_through_a_symlink_leaving_the_root_is_refused_with_that_reason(tmp_path):
+    root = _linked_out(tmp_path)
+    target = tmp_path / "outside" / "train.py"
+    before = target.read_bytes()
+    proc = _apply(root)
+    assert proc.returncode == 3
+    assert re.search(r"^tracefix: nonscalar-backward: refusing to write 'train\.py': a symlink takes it outside "
+                     r"the project root \(to .*outside/train\.py\)$", _said(proc), re.M), _said(proc)
+    assert "no fix site was found" not in _said(proc)
+    assert target.read_bytes() == before and (root / "train.py").is_symlink()
+
+
+# --- the note on a same-named file that is not the log's: true of that file ---------------------------
+LOG = ('Traceback (most recent call last):\n'
+       '  File "/home/u/proj/train.py", line 3, in {func}\n'
+       '    loss.backward()\n'
+       '  File "/usr/lib/python3.11/site-packages/torch/_tensor.py", line 623, in backward\n'
+       '    torch.autograd.backward(\n'
+       'RuntimeError: grad can be implicitly created only for scalar outputs\n')
+
+
+def _note(tmp_path: Path, func: str) -> str:
+    proc = run_tracefix("--root", tmp_path, "--format", "json", stdin=LOG.format(func=func).encode())
+    assert proc.returncode == 0, proc.stderr
+    return " ".join(json.loads(proc.stdout)["diagnoses"][0]["notes"])
+
+
+def test_the_note_says_the_line_reads_the_code_but_in_another_function(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\nloss = torch.ones(3, requires_grad=True) * 2\n"
+                                       "loss.backward()\n")
+    note = _note(tmp_path, "main")
+    assert "train.py:3 reads 'loss.backward()', but not in main() as the log shows" in note, note
+    assert "does not read" not in note and "edited since" not in note
+
+
+def test_the_note_says_what_the_line_reads_when_it_differs(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\n\nloss = torch.ones(3, requires_grad=True) * 2\n"
+                                       "loss.backward()\n")
+    note = _note(tmp_path, "<module>")
+    assert ("train.py:3 reads 'loss = torch.ones(3, requires_grad=True) * 2', not 'loss.backward()' as the "
+            "log shows (edited since") in note, note
+
+
+def test_the_note_says_a_broken_link_cannot_be_read(tmp_path):
+    (tmp_path / "train.py").symlink_to(tmp_path / "gone.py")
+    note = _note(tmp_path, "<module>")
+    assert "train.py cannot be read (a broken symlink" in note and "edited since" not in note, note

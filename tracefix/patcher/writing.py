@@ -65,7 +65,9 @@ def safe_path(root: Path, rel: str) -> Path:
     try:
         inside = resolved.relative_to(root)
     except ValueError:
-        raise PatchError(f"refusing to write '{rel}': it resolves to {resolved}, outside the project root") from None
+        # a relative path without ".." leaves the root only through a symlink: say so, that is the fix
+        raise PatchError(f"refusing to write '{rel}': a symlink takes it outside the project root "
+                         f"(to {resolved})") from None
     if _FORBIDDEN_PARTS & set(inside.parts):
         raise PatchError(f"refusing to write '{rel}': it resolves into an installed package ({resolved})")
     return resolved
