@@ -1,6 +1,7 @@
 """What --apply records and says about files it touches: which patch of a traceback is on disk,
 symlinks that leave the root (read, never written), and hard links (written, with a caution)."""
 import json
+import os
 import re
 from pathlib import Path
 
@@ -142,3 +143,26 @@ def test_the_note_says_a_broken_link_cannot_be_read(tmp_path):
     (tmp_path / "train.py").symlink_to(tmp_path / "gone.py")
     note = _note(tmp_path, "<module>")
     assert "train.py cannot be read (a broken symlink" in note and "edited since" not in note, note
+
+
+# --- hard links: written atomically, and said ---------------------------------------------------------
+def test_apply_to_a_hard_linked_file_says_the_other_links_keep_the_old_text(tmp_path):
+    root = copy_sample(SAMPLES["nonscalar-weighted-mse"], tmp_path)
+    other = tmp_path / "other.py"
+    os.link(root / "train.py", other)
+    before = other.read_bytes()
+    proc = _apply(root)
+    assert proc.returncode == 0 and b"applied: train.py" in proc.stdout, _said(proc)
+    assert re.search(r"^tracefix: nonscalar-backward: train\.py had 2 hard links; the patch replaced this one "
+                     r"only, so the other links still hold the old text \(tracefix undo does not join them "
+                     r"again\)$", _said(proc), re.M), _said(proc)
+    assert other.read_bytes() == before and (root / "train.py").read_bytes() != before
+    assert run_tracefix("undo", cwd=root).returncode == 0
+    assert (root / "train.py").read_bytes() == before
+
+
+def test_apply_to_a_file_with_one_link_says_nothing_of_links(tmp_path):
+    root = copy_sample(SAMPLES["nonscalar-weighted-mse"], tmp_path)
+    proc = _apply(root)
+    assert proc.returncode == 0 and b"applied: train.py" in proc.stdout
+    assert "hard link" not in _said(proc)

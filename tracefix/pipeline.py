@@ -174,7 +174,8 @@ def stale_crash_site(d: Diagnosis) -> Optional[str]:
 @record
 class Applied:
     """What ``apply_recommended`` did: files written, problems (exit 3), already-applied notes, and
-    cautions: a written patch labelled unsafe, with its reason (the exit status stays 0)."""
+    cautions (the exit status stays 0): a written patch labelled unsafe, with its reason; a written
+    file that had other hard links, which keep the old text."""
 
     written: List[str]
     problems: List[str]
@@ -190,6 +191,7 @@ def _count(n: int, noun: str) -> str:
 def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) -> Applied:
     """Write the recommended (or --pick N) patch of every settled diagnosis."""
     from tracefix.patcher import PatchError, apply, explain_unpatchable, settled
+    from tracefix.patcher.writing import hard_links
 
     written: List[str] = []
     problems: List[str] = []
@@ -235,12 +237,16 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
         if stale:
             problems.append(f"{d.entry_id}: {stale}")
             continue
+        links = hard_links(root, [rel for rel, _, _ in chosen.files])   # before the write gives a new inode
         try:
             done = apply(chosen, root, session=session)
         except PatchError as exc:
             problems.append(f"{d.entry_id}: {exc}")
             continue
         written += done
+        cautions += [f"{d.entry_id}: {rel} had {links[rel]} hard links; the patch replaced this one only, so the "
+                     "other links still hold the old text (tracefix undo does not join them again)"
+                     for rel in done if rel in links]
         if done:
             journal[fingerprint] = {"patch": index + 1, "summary": chosen.summary,
                                     "files": {rel: _sha256(root / rel) for rel in done}}

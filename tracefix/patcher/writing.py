@@ -245,6 +245,26 @@ def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None,
     return [p.rel for p in plan]
 
 
+def hard_links(root: Path, rels) -> Dict[str, int]:
+    """{rel: link count} of the files among ``rels`` that have more than one hard link.
+
+    Asked before :func:`apply`: its atomic replace gives the path a new inode, so the other links
+    keep the old text (and undo, atomic too, does not join them again); the caller says so."""
+    out: Dict[str, int] = {}
+    try:
+        root = _root(root)
+    except PatchError:
+        return out
+    for rel in (r.replace("\\", "/") for r in rels):     # as apply() names what it wrote
+        try:
+            n = safe_path(root, rel).stat().st_nlink
+        except (OSError, PatchError):
+            continue        # apply() itself says what is wrong with it
+        if n > 1:
+            out[rel] = n
+    return out
+
+
 def _notebook_bytes(data: bytes, original: str, new: str, rel: str) -> bytes:
     """The .ipynb with only the changed cells' sources replaced (layout kept byte for byte)."""
     from tracefix.notebook import LayoutError, write_back
