@@ -144,7 +144,8 @@ def test_same_suffix_inside_root_is_used(tmp_path):
     assert m is not None and m.rel_path == "etc/passwd"
 
 
-def test_symlink_out_of_root_is_refused(tmp_path):
+def test_symlink_out_of_root_is_read_through_the_link(tmp_path):
+    # the user put the link in the project: it is read for the diagnosis (writing through it is refused)
     outside = tmp_path / "outside"
     outside.mkdir()
     write(outside, "secret.py")
@@ -154,7 +155,13 @@ def test_symlink_out_of_root_is_refused(tmp_path):
         os.symlink(outside / "secret.py", root / "secret.py")
     except (OSError, NotImplementedError):
         pytest.skip("symlinks unavailable")
-    assert map_frame(Frame("/x/secret.py", 1), root) is None
+    for logged in ("/x/secret.py", str(root / "secret.py")):
+        m = map_frame(Frame(logged, 1, code="x = 1"), root)
+        assert m is not None and m.rel_path == "secret.py" and m.line == 1, logged
+        assert m.local_path == root.resolve() / "secret.py"          # the link, under the root
+    (outside / "other.py").write_text("x = 1\n")                     # not linked: never reached
+    assert map_frame(Frame(str(outside / "other.py"), 1, code="x = 1"), root) is None
+    assert map_frame(Frame(str(root / ".." / "outside" / "other.py"), 1, code="x = 1"), root) is None
 
 
 def test_library_and_notebook_frames_do_not_map(tmp_path):

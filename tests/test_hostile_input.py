@@ -468,7 +468,7 @@ def test_paths_outside_root_never_fix_sites(tmp_path, logged):
     assert _digest(tmp_path / "outside" / "train.py") == before
 
 
-def test_symlink_out_of_root_is_not_followed(tmp_path):
+def test_symlink_out_of_root_is_read_but_never_written(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     outside = tmp_path / "outside"
@@ -481,10 +481,14 @@ def test_symlink_out_of_root_is_not_followed(tmp_path):
         log = nonscalar_tb(path=logged).encode()
         r = tracefix("--format", "json", "--root", root, input=log)
         assert r.returncode == 0
-        _assert_inside(as_json(r), root)
+        report = as_json(r)
+        for s in _sites(report):      # named by the link under the root, never by its target
+            assert s["path"] == "train.py" and Path(s["local_path"]) == root.resolve() / "train.py", s
+        assert report["diagnoses"][0]["crash_site"]["path"] == "train.py" and report["diagnoses"][0]["fix_sites"]
         r = tracefix("--format", "json", "--apply", "--root", root, input=log)
         no_crash(r)
         assert r.returncode == 3, r.stdout[-1000:]
+        assert b"a symlink takes it outside the project root" in r.stderr
         assert _digest(outside / "train.py") == before
         assert (root / "train.py").is_symlink()
 

@@ -89,7 +89,7 @@ def _norm_code(text: str) -> str:
 @record(frozen=True)
 class MappedFrame:
     frame: Frame
-    local_path: Path                    # absolute, resolved, inside root
+    local_path: Path                    # absolute, resolved inside root (or a symlink of root leaving it)
     rel_path: str                       # relative to root, "/"-separated
     line: int                           # local line (re-anchored when the file moved the code)
     shift: int = 0                      # line - frame.line
@@ -158,7 +158,12 @@ class FileIndex:
         return self.resolved_root.joinpath(*rel.split("/"))
 
     def inside(self, path: Path) -> Optional[Path]:
-        """The resolved path when it is a regular file inside the root, else None."""
+        """The path to read for ``path`` when it is a regular file of the project, else None.
+
+        That is the resolved path when it lies inside the root; for an indexed file that is a
+        symlink leaving the root, the link itself (under the resolved root): the user put it in the
+        project, so it is read for the diagnosis, while writing through it is refused
+        (:func:`tracefix.patcher.writing.safe_path`)."""
         try:
             real = path.resolve()
         except (OSError, RuntimeError):
@@ -166,13 +171,27 @@ class FileIndex:
         try:
             real.relative_to(self.resolved_root)
         except ValueError:
-            return None
+            real = self._link_out(path)
+            if real is None:
+                return None
         try:
             if not real.is_file():
                 return None
         except OSError:
             return None
         return real
+
+    def _link_out(self, path: Path) -> Optional[Path]:
+        """``path`` as the indexed file it names under the root (its folders real, walked), or None."""
+        lexical = Path(os.path.abspath(path))
+        for base in (self.resolved_root, self.root.absolute()):
+            try:
+                rel = lexical.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            if rel in self.rel_set:
+                return self.abs_path(rel)
+        return None
 
     def candidates(self, parts: Tuple[str, ...]) -> List[Tuple[int, bool, Tuple[str, ...]]]:
         """(matching trailing components, whole local path matched, local parts), best first."""
@@ -304,6 +323,29 @@ def same_named(frame: Frame, root: Path, index: Optional[FileIndex] = None) -> L
         return ["/".join(cand) for depth, _whole, cand in index.candidates(split_log_path(path)) if depth > 0][:3]
     except (OSError, ValueError, RuntimeError):
         return []
+
+
+def mismatch(frame: Frame, rel: str, index: FileIndex) -> str:
+    """Why the indexed file ``rel``, found by suffix (:func:`same_named`), is not the logged frame's
+    file, read from it: what its line reads instead, where that line sits, or that it cannot be read."""
+    local = index.inside(index.abs_path(rel))
+    if local is None:
+        return f"{rel} cannot be read (a broken symlink, or not a regular file)"
+    from .pysource import read_text
+    text, why = read_text(local)
+    if text is None:
+        return f"{rel}: {why}"
+    lines = text.split("\n")
+    edited = "(edited since the log was written, or another project?)"
+    if not 1 <= frame.line <= len(lines):
+        return f"{rel} has no line {frame.line} {edited}"
+    want, got = (frame.code or "").strip(), lines[frame.line - 1].strip()
+    if _norm_code(got) != _norm_code(want):
+        return f"{rel}:{frame.line} reads {got!r}, not {want!r} as the log shows {edited}"
+    if not _in_function(lines, frame.line, frame.func):
+        where = "at the top level" if frame.func == "<module>" else f"in {frame.func}()"
+        return f"{rel}:{frame.line} reads {want!r}, but not {where} as the log shows"
+    return ""
 
 
 def _candidates(frame: Frame, root: Path, index: Optional[FileIndex]) -> List[MappedFrame]:

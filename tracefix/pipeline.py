@@ -174,7 +174,8 @@ def stale_crash_site(d: Diagnosis) -> Optional[str]:
 @record
 class Applied:
     """What ``apply_recommended`` did: files written, problems (exit 3), already-applied notes, and
-    cautions: a written patch labelled unsafe, with its reason (the exit status stays 0)."""
+    cautions (the exit status stays 0): a written patch labelled unsafe, with its reason; a written
+    file that had other hard links, which keep the old text."""
 
     written: List[str]
     problems: List[str]
@@ -190,6 +191,7 @@ def _count(n: int, noun: str) -> str:
 def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) -> Applied:
     """Write the recommended (or --pick N) patch of every settled diagnosis."""
     from tracefix.patcher import PatchError, apply, explain_unpatchable, settled
+    from tracefix.patcher.writing import hard_links
 
     written: List[str] = []
     problems: List[str] = []
@@ -199,10 +201,11 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
     session = f"{os.getpid()}-{id(report)}"
     for d in report.diagnoses:
         fingerprint = _fingerprint(d)
-        if _already_applied(journal, fingerprint, root):
+        on_disk = _on_disk(journal, fingerprint, root)
+        if on_disk is not None:
             # this very traceback was patched before and the files still hold that patch
-            already.append(f"{d.entry_id}: already applied to {', '.join(sorted(journal[fingerprint]))} "
-                           "(tracefix undo to revert)")
+            said, refused = _said_on_disk(d.entry_id, on_disk, pick)
+            (problems if refused else already).append(said)
             continue
         if not d.patches:
             why = explain_unpatchable(d.fix_sites[0]) if d.fix_sites else "no fix site was found in the project"
@@ -234,14 +237,19 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
         if stale:
             problems.append(f"{d.entry_id}: {stale}")
             continue
+        links = hard_links(root, [rel for rel, _, _ in chosen.files])   # before the write gives a new inode
         try:
             done = apply(chosen, root, session=session)
         except PatchError as exc:
             problems.append(f"{d.entry_id}: {exc}")
             continue
         written += done
+        cautions += [f"{d.entry_id}: {rel} had {links[rel]} hard links; the patch replaced this one only, so the "
+                     "other links still hold the old text (tracefix undo does not join them again)"
+                     for rel in done if rel in links]
         if done:
-            journal[fingerprint] = {rel: _sha256(root / rel) for rel in done}
+            journal[fingerprint] = {"patch": index + 1, "summary": chosen.summary,
+                                    "files": {rel: _sha256(root / rel) for rel in done}}
             _save_journal(root, journal)
             if chosen.applicability == "unsafe":
                 cautions.append(f"{d.entry_id}: the patch written to {', '.join(done)} is unsafe: {chosen.reason} "
@@ -268,7 +276,7 @@ def _sha256(path: Path) -> str:
         return ""
 
 
-def _load_journal(root: Path) -> Dict[str, Dict[str, str]]:
+def _load_journal(root: Path) -> Dict[str, dict]:
     import json
 
     try:
@@ -278,7 +286,7 @@ def _load_journal(root: Path) -> Dict[str, Dict[str, str]]:
     return data if isinstance(data, dict) else {}
 
 
-def _save_journal(root: Path, journal: Dict[str, Dict[str, str]]) -> None:
+def _save_journal(root: Path, journal: Dict[str, dict]) -> None:
     from tracefix.patcher import PatchError
     from tracefix.patcher.writing import state_dir
     import json
@@ -293,8 +301,44 @@ def _save_journal(root: Path, journal: Dict[str, Dict[str, str]]) -> None:
         pass  # the journal only makes a repeated --apply a no-op; losing it loses nothing else
 
 
-def _already_applied(journal: Dict[str, Dict[str, str]], fingerprint: str, root: Path) -> bool:
-    """Applying the same log twice changes nothing: its patch is in place (not undone, not edited)."""
-    files = journal.get(fingerprint)
-    return bool(files) and isinstance(files, dict) and all(
-        _sha256(root / rel) == digest for rel, digest in files.items())
+@record(frozen=True)
+class OnDisk:
+    """A journal entry whose files still hold the patch it wrote: that patch's number (None in a
+    journal of an older tracefix, which did not record it), its summary and the files."""
+
+    number: Optional[int]
+    summary: str
+    files: Tuple[str, ...]
+
+
+def _on_disk(journal: Dict[str, dict], fingerprint: str, root: Path) -> Optional[OnDisk]:
+    """The patch of this traceback that is in place (not undone, not edited since), or None."""
+    from tracefix.patcher.writing import journal_files
+
+    entry = journal.get(fingerprint)
+    files = journal_files(entry)
+    if not files or not all(_sha256(root / rel) == digest for rel, digest in files.items()):
+        return None
+    number = entry.get("patch") if "files" in entry else None
+    summary = entry.get("summary") if "files" in entry else None
+    return OnDisk(number if isinstance(number, int) else None, summary if isinstance(summary, str) else "",
+                  tuple(sorted(files)))
+
+
+def _said_on_disk(entry_id: str, on_disk: OnDisk, pick: Optional[int]) -> Tuple[str, bool]:
+    """What to say about a patch already in place, and whether it refuses what was asked (exit 3).
+
+    The patch asked for (--pick N, or the recommended patch 1) being the one on disk is "already
+    applied".  Another patch of this traceback on disk is never written over: --pick N asked for a
+    patch that cannot be applied (refused); a plain --apply leaves the earlier choice in place (the
+    error has its patch, exit 0) and says which it is."""
+    where = ", ".join(on_disk.files)
+    wanted = pick or 1
+    if on_disk.number in (None, wanted):
+        return f"{entry_id}: already applied to {where} (tracefix undo to revert)", False
+    what = f"patch {on_disk.number}" + (f" ({on_disk.summary})" if on_disk.summary else "")
+    if pick is not None:
+        return (f"{entry_id}: --pick {pick}: {what} is already applied to {where}; nothing written "
+                f"(tracefix undo reverts it, then --pick {pick} can be applied)"), True
+    return (f"{entry_id}: {what} is already applied to {where}, not the recommended patch 1; nothing written "
+            "(tracefix undo reverts it before another can be applied)"), False

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, is_library_path,
-                             is_notebook_path, same_named)
+                             is_notebook_path, mismatch, same_named)
 from tracefix.locator.evidence import apply_evidence
 from tracefix.locator.tracing import indent
 from tracefix.pysource import Project, SourceFile
@@ -221,12 +221,13 @@ class LocateContext:
                 out = []
                 shown = ", ".join(f"{_base(fr.path)}:{fr.line}" for fr in user[:3])
                 alike = same_named(user[0], self.root, self.index)
-                if alike and user[0].code:
+                # each file's own reason, read from it: a claim about its line must be true
+                why = [r for r in (mismatch(user[0], rel, self.index) for rel in alike) if r] if user[0].code else []
+                if why:
                     self.notes.append(
                         f"The log does not come from the files under {self.root} as they are now: "
-                        f"{' and '.join(alike)} there may be the log's {_base(user[0].path)}, but its line "
-                        f"{user[0].line} does not read {user[0].code.strip()!r} as the log shows (edited since the "
-                        f"log was written, or another project?); nothing is proposed.")
+                        f"{' and '.join(alike)} there may be the log's {_base(user[0].path)}, but "
+                        f"{'; '.join(dict.fromkeys(why))}; nothing is proposed.")
                 else:
                     self.notes.append(f"The log does not come from the files under {self.root}: no file there "
                                       f"reads what its innermost frames show ({shown}); nothing is proposed.")

@@ -65,7 +65,9 @@ def safe_path(root: Path, rel: str) -> Path:
     try:
         inside = resolved.relative_to(root)
     except ValueError:
-        raise PatchError(f"refusing to write '{rel}': it resolves to {resolved}, outside the project root") from None
+        # a relative path without ".." leaves the root only through a symlink: say so, that is the fix
+        raise PatchError(f"refusing to write '{rel}': a symlink takes it outside the project root "
+                         f"(to {resolved})") from None
     if _FORBIDDEN_PARTS & set(inside.parts):
         raise PatchError(f"refusing to write '{rel}': it resolves into an installed package ({resolved})")
     return resolved
@@ -243,6 +245,26 @@ def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None,
     return [p.rel for p in plan]
 
 
+def hard_links(root: Path, rels) -> Dict[str, int]:
+    """{rel: link count} of the files among ``rels`` that have more than one hard link.
+
+    Asked before :func:`apply`: its atomic replace gives the path a new inode, so the other links
+    keep the old text (and undo, atomic too, does not join them again); the caller says so."""
+    out: Dict[str, int] = {}
+    try:
+        root = _root(root)
+    except PatchError:
+        return out
+    for rel in (r.replace("\\", "/") for r in rels):     # as apply() names what it wrote
+        try:
+            n = safe_path(root, rel).stat().st_nlink
+        except (OSError, PatchError):
+            continue        # apply() itself says what is wrong with it
+        if n > 1:
+            out[rel] = n
+    return out
+
+
 def _notebook_bytes(data: bytes, original: str, new: str, rel: str) -> bytes:
     """The .ipynb with only the changed cells' sources replaced (layout kept byte for byte)."""
     from tracefix.notebook import LayoutError, write_back
@@ -340,13 +362,24 @@ def undo(root: Path, force: bool = False) -> List[str]:
     return sorted(restored, key=[item["path"] for item in files].index)
 
 
+def journal_files(entry) -> Dict[str, str]:
+    """{relative path: sha256 after the patch} of one journal entry: ``{"patch": N, "summary": ...,
+    "files": {...}}``, or, as older tracefix wrote it, the bare ``{path: sha256}``; {} when unreadable."""
+    if not isinstance(entry, dict):
+        return {}
+    files = entry.get("files") if "files" in entry else entry
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        return {}
+    return files
+
+
 def _forget_applied(root: Path, restored) -> None:
     """Drop the journal entries of the restored files: applying that log again must patch again."""
     path = root / STATE_DIR / JOURNAL
     journal = _read_manifest(path)
     if journal is None:
         return
-    kept = {k: v for k, v in journal.items() if not (isinstance(v, dict) and restored & set(v))}
+    kept = {k: v for k, v in journal.items() if not restored & set(journal_files(v))}
     try:
         if kept:
             _atomic_write(path, json.dumps(kept, indent=1).encode("utf-8"), None)
