@@ -183,13 +183,79 @@ def _leave(code) -> None:
     if not isinstance(code, int) or (threads is not None and threads.active_count() > 1):
         return
     try:
-        sys.stdout.flush()
+        sys.stdout.flush()      # (a reader that went away is no error: see _Outlet)
         sys.stderr.flush()
-    except BrokenPipeError:
-        code = EXIT_OK          # the reader went away: no error of ours (as in main)
     except (OSError, ValueError):
         return                  # let the normal exit report it
     os._exit(code)
+
+
+class _Outlet:
+    """sys.stdout or sys.stderr, for a reader that may go away (`tracefix LOG | head -1`): what
+    it no longer reads is dropped quietly, and the exit status stays the one we would have had
+    with the reader there.  The first broken pipe points the fd at os.devnull, so that the
+    interpreter's own final flush cannot fail either; everything else is the stream's own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text):
+        if self._gone and isinstance(text, str):
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self._gone:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
+            self._stream.flush()     # what the broken write left buffered goes to devnull
+        except (OSError, ValueError, AttributeError):
+            pass                     # no fd of its own (a caller's StringIO): writes are dropped anyway
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _outlets() -> Tuple:
+    """Wrap sys.stdout and sys.stderr (see _Outlet); returns what to put back."""
+    saved = (sys.stdout, sys.stderr)
+    if sys.stdout is not None and not isinstance(sys.stdout, _Outlet):
+        sys.stdout = _Outlet(sys.stdout)
+    if sys.stderr is not None and not isinstance(sys.stderr, _Outlet):
+        sys.stderr = _Outlet(sys.stderr)
+    return saved
+
+
+def _restore_streams(saved: Tuple) -> None:
+    """Flush (through the outlets: a gone reader is no error) and put the caller's streams back."""
+    for outlet in (sys.stdout, sys.stderr):
+        if isinstance(outlet, _Outlet):
+            try:
+                outlet.flush()
+            except (OSError, ValueError):
+                pass
+    sys.stdout, sys.stderr = saved
 
 
 def _is_empty(stream) -> bool:
@@ -273,6 +339,14 @@ def main(argv: Optional[Sequence[str]] = None, quick_exit: bool = False) -> None
     """quick_exit: after a diagnosis, end the process without the interpreter's teardown (only
     for a process that runs nothing else after us: entry())."""
     args = list(sys.argv[1:] if argv is None else argv)
+    saved = _outlets()
+    try:
+        _main(args, quick_exit)
+    finally:
+        _restore_streams(saved)
+
+
+def _main(args: List[str], quick_exit: bool) -> None:
     try:
         fast = _fast_args(args)
         if fast is not None:
@@ -294,13 +368,6 @@ def main(argv: Optional[Sequence[str]] = None, quick_exit: bool = False) -> None
     except MemoryError:
         _err("tracefix: error: out of memory")
         sys.exit(EXIT_USAGE)
-    except BrokenPipeError:
-        # The reader of our output went away (`tracefix ... | head`): not an error of ours.
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        sys.exit(EXIT_OK)
     except Exception as exc:  # a bug of ours: one line, not a traceback (TRACEFIX_DEBUG=1 shows it)
         if os.environ.get("TRACEFIX_DEBUG"):
             raise

@@ -222,12 +222,6 @@ def click_main(args: Sequence[str]) -> int:
         # standalone_mode=False: we print click's errors ourselves, each as one line
         code = main_group.main(args=list(args), prog_name="tracefix", standalone_mode=False)
         return code if isinstance(code, int) else EXIT_OK
-    except SystemExit as exc:
-        # click answers a closed pipe (`tracefix list | head -1`) with exit 1 after wrapping
-        # stdout; like the default command, tracefix treats the reader leaving as no error
-        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
-            return EXIT_OK
-        raise
     except click.UsageError as exc:
         click.echo(_usage_line(exc), err=True)
         return EXIT_USAGE

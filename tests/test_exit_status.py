@@ -1,0 +1,93 @@
+"""Exit statuses that must hold whatever happens to our output, and the ones of `tracefix run`:
+a reader that goes away (`tracefix ... | head`) changes nothing but the output it no longer reads."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, SAMPLE_LIST, copy_sample
+
+SAMPLE = next(s for s in SAMPLE_LIST if s.name == "nonscalar-weighted-mse")
+TIMEOUT = 120
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACEFIX_", "FORCE_COLOR", "NO_COLOR"))}
+    return {**env, "PYTHONPATH": str(REPO), **extra}
+
+
+def no_reader(*args, cwd=None, read: int = 0, close_stderr: bool = False):
+    """Run tracefix with a stdout whose reader is gone (after ``read`` bytes): (status, stderr).
+    ``close_stderr``: stderr's reader is gone from the start as well."""
+    cmd = [sys.executable, "-m", "tracefix", *map(str, args)]
+    if read:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=_env())
+        proc.stdout.read(read)
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        return proc.wait(timeout=TIMEOUT), err
+    r, w = os.pipe()
+    os.close(r)                     # the reader is gone before tracefix writes a byte
+    try:
+        proc = subprocess.run(cmd, stdout=w, stderr=w if close_stderr else subprocess.PIPE, cwd=cwd, env=_env(),
+                              timeout=TIMEOUT)
+    finally:
+        os.close(w)
+    return proc.returncode, proc.stderr or b""
+
+
+def quiet(err: bytes) -> bool:
+    return b"Traceback" not in err and b"Exception ignored" not in err and b"BrokenPipe" not in err
+
+
+@pytest.fixture
+def project(tmp_path):
+    return copy_sample(SAMPLE, tmp_path)
+
+
+# --- 1. the reader going away keeps the status ----------------------------------------------------
+@pytest.mark.parametrize("close_stderr", [False, True], ids=["stdout", "stdout+stderr"])
+def test_a_patch_that_cannot_be_written_stays_3_without_a_reader(project, close_stderr):
+    code, err = no_reader("--format", "plain", "--root", project, "--apply", "--pick", "9", project / "crash.log",
+                          close_stderr=close_stderr)
+    assert code == 3
+    assert quiet(err)
+    if not close_stderr:
+        assert b"tracefix: " in err          # what stderr says still reaches it
+
+
+def test_no_known_error_stays_1_without_a_reader(tmp_path):
+    (tmp_path / "nothing.log").write_bytes(b"Traceback (most recent call last):\nKeyError: 'x'\n" * 2000)
+    for read in (0, 10):
+        code, err = no_reader("--format", "plain", tmp_path / "nothing.log", read=read)
+        assert code == 1 and quiet(err)
+
+
+def test_a_diagnosis_stays_0_without_a_reader_on_every_format(project):
+    for fmt in ("plain", "json", "rich", "quickfix"):
+        code, err = no_reader("--format", fmt, "--root", project, project / "crash.log")
+        assert code == 0 and quiet(err), (fmt, err)
+
+
+def test_the_subcommands_keep_their_status_without_a_reader(tmp_path):
+    code, err = no_reader("undo", cwd=tmp_path)          # "nothing to undo" on stdout, status 1
+    assert code == 1 and quiet(err)
+    code, err = no_reader("list")
+    assert code == 0 and quiet(err)
+
+
+SLOW = """\
+import sys
+for i in range(200000):
+    print("progress line", i)
+sys.exit(5)
+"""
+
+
+def test_run_keeps_the_commands_status_when_the_reader_leaves_early(tmp_path):
+    (tmp_path / "slow.py").write_text(SLOW)
+    code, err = no_reader("run", "--format", "plain", "--", sys.executable, "slow.py", cwd=tmp_path, read=20)
+    assert code == 5
+    assert quiet(err)
