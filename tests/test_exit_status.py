@@ -91,3 +91,41 @@ def test_run_keeps_the_commands_status_when_the_reader_leaves_early(tmp_path):
     code, err = no_reader("run", "--format", "plain", "--", sys.executable, "slow.py", cwd=tmp_path, read=20)
     assert code == 5
     assert quiet(err)
+
+
+# --- 4. a word that is neither a file nor a command -------------------------------------------------
+COMMANDS_HINT = "(not a file; commands are: diagnose, list, explain, undo, run, hook)"
+
+
+def tracefix(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "tracefix", *map(str, args)], capture_output=True, cwd=cwd,
+                          env=_env(), timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("word, hint", [
+    ("frobnicate", COMMANDS_HINT),
+    ("udno", "(not a file; did you mean 'undo'? commands are: diagnose, list, explain, undo, run, hook)"),
+    ("expalin", "(not a file; did you mean 'explain'? commands are: diagnose, list, explain, undo, run, hook)"),
+])
+def test_an_unknown_command_is_pointed_out_on_the_one_error_line(tmp_path, word, hint):
+    for args in ([word], [word, "--format", "plain"], ["diagnose", word]):
+        r = tracefix(*args, cwd=tmp_path)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and r.stdout == b""
+        assert err == f"tracefix: error: {word}: cannot read: No such file or directory {hint}\n", err
+
+
+@pytest.mark.parametrize("name", ["crash.log", "logs/crash", "nosuchdir/undo"])
+def test_a_missing_log_that_looks_like_a_path_gets_no_command_hint(tmp_path, name):
+    r = tracefix(name, cwd=tmp_path)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == 1
+    assert "not a file" not in err and "did you mean" not in err and "commands are" not in err
+
+
+def test_the_hint_costs_the_normal_path_no_import(project):
+    code = ("import sys; sys.argv = ['tracefix', '--no-patch', '--format', 'plain', '--root', %r, %r]\n"
+            "from tracefix.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('DIFFLIB', 'difflib' in sys.modules, file=sys.stderr)" % (str(project), str(project / "crash.log")))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=TIMEOUT)
+    assert "DIFFLIB False" in r.stderr, r.stderr

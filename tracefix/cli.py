@@ -102,10 +102,22 @@ def _open_logs(logs: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
         try:
             out.append((name, open(path, "rb")))
         except OSError as exc:
-            hint = (f" (the {name} command comes first: tracefix {name} [OPTIONS] ...)"
-                    if name in COMMANDS and not path.exists() else "")
-            raise Fail(f"{name}: cannot read: {exc.strerror or exc}{hint}") from None
+            raise Fail(f"{name}: cannot read: {exc.strerror or exc}{_command_hint(name, path)}") from None
     return out
+
+
+def _command_hint(name: str, path: Path) -> str:
+    """For a log that is not there but reads like a command (a word: no folder, no suffix): which
+    one was meant.  Only on this error path, so difflib costs the normal start-up nothing."""
+    if path.exists() or any(sep and sep in name for sep in ("/", os.sep, os.altsep)) or "." in name:
+        return ""
+    if name in COMMANDS:
+        return f" (the {name} command comes first: tracefix {name} [OPTIONS] ...)"
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, COMMANDS, n=1)
+    guess = f"did you mean '{close[0]}'? " if close else ""
+    return f" (not a file; {guess}commands are: {', '.join(COMMANDS)})"
 
 
 def _root(root: Optional[str]) -> Path:
