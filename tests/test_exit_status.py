@@ -1,5 +1,6 @@
 """Exit statuses that must hold whatever happens to our output, and the ones of `tracefix run`:
 a reader that goes away (`tracefix ... | head`) changes nothing but the output it no longer reads."""
+import json
 import os
 import subprocess
 import sys
@@ -129,3 +130,49 @@ def test_the_hint_costs_the_normal_path_no_import(project):
             "print('DIFFLIB', 'difflib' in sys.modules, file=sys.stderr)" % (str(project), str(project / "crash.log")))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=TIMEOUT)
     assert "DIFFLIB False" in r.stderr, r.stderr
+
+
+# --- 2. a failed verification's JSON names the patched run's error, the same one too --------------
+STILL_FAILING = """\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+crit = nn.MSELoss(reduction="none")
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+for step in range(3):
+    opt.zero_grad()
+    loss = crit(model(x), y)
+    loss.backward()
+    opt.step()
+    extra = crit(model(x), y).mean() * torch.ones(4)
+    extra.backward()
+"""
+
+
+@pytest.mark.torch
+def test_still_failing_has_new_error_in_json_and_no_different_error_in_plain(tmp_path):
+    # the recommended patch (reduction='mean') is written and fixes line 12; the re-run then stops at
+    # line 15 with the same error: "still failing"
+    (tmp_path / "train.py").write_text(STILL_FAILING)
+    run = ["run", "--apply", "--verify", "--root", tmp_path, "--", sys.executable, "train.py"]
+    proc = tracefix(*run[:3], "--format", "json", *run[3:], cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr.decode()[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["verification"] == "still failing" and report["exit_code"] == 3
+    assert report["applied"] == "train.py (taken back: the verification failed)"
+    assert report["restored"] == "train.py"
+    assert report["diagnoses"][0]["crash_site"]["line"] == 12
+    again = report["new_error"]["diagnoses"]
+    assert [d["id"] for d in again] == ["nonscalar-backward"]
+    assert "backward() at train.py:15" in again[0]["evidence"]["summary"]   # the patched run's crash
+    assert report["new_error"]["unrecognized"] == []
+    assert (tmp_path / "train.py").read_text() == STILL_FAILING
+
+    plain = tracefix(*run[:3], "--format", "plain", *run[3:], cwd=tmp_path)
+    out = plain.stdout.decode()
+    assert plain.returncode == 3
+    assert "verification: still failing" in out and "different error" not in out
+    assert out.rstrip().splitlines()[-1] == "exit code: 3"

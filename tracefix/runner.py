@@ -34,7 +34,8 @@ Exit status:
       patch wrote is restored byte for byte (cli.py's "a requested patch could not be applied")
   126 / 127  COMMAND could not be executed / was not found
 JSON output always carries ``exit_code`` (tracefix's own status, as above), ``command_exit_code``
-(the first run's status) and ``verification``; after a failed verification ``restored``.
+(the first run's status) and ``verification``; after a failed verification ``restored`` and
+``new_error`` (the patched run's diagnoses and unrecognized errors, the same error's too).
 """
 from __future__ import annotations
 
@@ -540,7 +541,8 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
 
     code = child_code
     problems: List[str] = []
-    new_error = None
+    new_error = None                # the patched run's failure (--verify)
+    verdict = "not run"
     if apply and not report.diagnoses:
         # --apply promises a patch: a crash we cannot diagnose is "not patched" (exit 3)
         problems = ["not patched: no known PyTorch error in the command's output"]
@@ -585,7 +587,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     if fmt != "json" and extra["command_exit_code"] == code:
         extra.pop("command_exit_code")
     extra["exit_code"] = code
-    if new_error is not None and fmt != "json":
+    if verdict == "new error" and fmt != "json":
         # the patched run's new error, then tracefix's own status: the last line stays `exit code:`
         _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color, root)
         print(f"\ntracefix: after the patch, the command fails with a different error: {why}", flush=True)
@@ -633,8 +635,8 @@ def _one_line(report, outcome: Outcome) -> str:
 
 
 def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witness: bool = True):
-    """Re-run with the verify hook: (verdict, the new error's report or None, the run's Outcome,
-    the failure in one line or "")."""
+    """Re-run with the verify hook: (verdict, the report of the patched run's failure or None,
+    the run's Outcome, the failure in one line or "")."""
     outcome = run_child(cmd, _child_env(verify_steps=steps, witness=witness), to_stderr, cleanup=True)
     if outcome.error:
         _note(f"error: {outcome.error}")
@@ -650,7 +652,7 @@ def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witne
     after = _diagnose(outcome.tail, entries, root)
     before = {d.entry_id for d in report.diagnoses}
     if any(d.entry_id in before for d in after.diagnoses):
-        return "still failing", None, outcome, _one_line(after, outcome)
+        return "still failing", after, outcome, _one_line(after, outcome)
     return "new error", after, outcome, _one_line(after, outcome)
 
 
