@@ -2,6 +2,7 @@
 a reader that goes away (`tracefix ... | head`) changes nothing but the output it no longer reads."""
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -92,6 +93,108 @@ def test_run_keeps_the_commands_status_when_the_reader_leaves_early(tmp_path):
     code, err = no_reader("run", "--format", "plain", "--", sys.executable, "slow.py", cwd=tmp_path, read=20)
     assert code == 5
     assert quiet(err)
+
+
+# --- 3. `tracefix run --apply`: what is not 0/3, and the summary after every run that did not succeed --
+def run(*args, cwd, **kw):
+    return subprocess.run([sys.executable, "-m", "tracefix", "run", *map(str, args)], capture_output=True, cwd=cwd,
+                          env=_env(), timeout=TIMEOUT, **kw)
+
+
+def summary(out: bytes) -> list:
+    return [ln for ln in out.decode().splitlines() if ln.startswith(("applied:", "verification:", "exit code:",
+                                                                     "command exit code:"))]
+
+
+@pytest.mark.parametrize("fmt", ["plain", "rich"])
+def test_run_apply_on_a_command_that_cannot_start_keeps_127_and_says_so(tmp_path, fmt):
+    proc = run("--apply", "--format", fmt, "--", "tracefix-no-such-command-xyz", cwd=tmp_path)
+    assert proc.returncode == 127
+    assert proc.stderr.decode() == "tracefix: error: tracefix-no-such-command-xyz: command not found\n"
+    assert summary(proc.stdout) == ["applied: nothing", "exit code: 127"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_run_apply_on_a_command_stopped_by_a_signal_keeps_128_plus_n_with_the_summary(tmp_path, sig, code):
+    kill = f"import os, signal; print('started', flush=True); os.kill(os.getpid(), signal.{sig})"
+    proc = run("--apply", "--format", "plain", "--", sys.executable, "-c", kill, cwd=tmp_path)
+    assert proc.returncode == code
+    assert proc.stdout.decode().startswith("started\n")
+    assert summary(proc.stdout) == ["applied: nothing", f"exit code: {code}"]
+    assert f"stopped by {sig} (exit code {code})" in proc.stderr.decode()
+    as_json = run("--apply", "--format", "json", "--", sys.executable, "-c", kill, cwd=tmp_path)
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == code == report["exit_code"] == report["command_exit_code"]
+    assert report["applied"] == "nothing" and report["verification"] == "not run"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_run_apply_verify_stopped_by_the_user_prints_the_summary_and_keeps_143(tmp_path):
+    (tmp_path / "sleeper.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tracefix", "run", "--apply", "--verify", "--format", "plain", "--",
+                             sys.executable, "sleeper.py"], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"started\n"
+        proc.send_signal(signal.SIGTERM)
+        out, _err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143
+    assert summary(out) == ["applied: nothing", "verification: not run", "exit code: 143"]
+
+
+def test_run_apply_on_a_keyboard_interrupt_keeps_the_commands_status_and_prints_json(tmp_path):
+    # a launcher that reports the user's Ctrl-C as a traceback and exit 1
+    script = ("import sys; sys.stderr.write('Traceback (most recent call last):\\n  File \"x.py\", line 1, in <module>\\n"
+              "KeyboardInterrupt\\n'); sys.exit(1)")
+    proc = run("--apply", "--format", "json", "--", sys.executable, "-c", script, cwd=tmp_path)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert report["exit_code"] == 1 and report["applied"] == "nothing"
+    plain = run("--apply", "--format", "plain", "--", sys.executable, "-c", script, cwd=tmp_path)
+    assert plain.returncode == 1 and summary(plain.stdout) == ["applied: nothing", "exit code: 1"]
+
+
+SLOW_VERIFY = """\
+import os
+import time
+
+import torch
+
+crit = torch.nn.MSELoss(reduction="none")
+x = torch.randn(4, 2, requires_grad=True)
+loss = crit(x, torch.zeros(4, 2))
+if "TRACEFIX_VERIFY_STEPS" in os.environ:
+    print("verifying", flush=True)
+    time.sleep(60)
+loss.backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_a_verification_stopped_by_the_user_keeps_143_and_the_patch(tmp_path):
+    (tmp_path / "train.py").write_text(SLOW_VERIFY)
+    proc = subprocess.Popen([sys.executable, "-m", "tracefix", "run", "--apply", "--verify", "--format", "plain", "--",
+                             sys.executable, "train.py"], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        while proc.stdout.readline() not in (b"verifying\n", b""):
+            pass
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err.decode()[-2000:]
+    assert summary(out) == ["applied: train.py", "verification: not run", "command exit code: 1", "exit code: 143"]
+    assert b"the patch stays written, unverified (tracefix undo takes it back)" in err
+    assert "reduction=\"mean\"" in (tmp_path / "train.py").read_text()
+    undo = subprocess.run([sys.executable, "-m", "tracefix", "undo"], cwd=tmp_path, env=_env(), timeout=TIMEOUT)
+    assert undo.returncode == 0 and (tmp_path / "train.py").read_text() == SLOW_VERIFY
 
 
 # --- 4. a word that is neither a file nor a command -------------------------------------------------

@@ -7,7 +7,8 @@ Exit codes:
   3  a requested patch could not be applied
   130 interrupted
 ``tracefix run`` exits with the command's own status (128+N for signal N; 126/127 when it cannot
-be started) unless --apply was given: then 0 patched (and verified), 3 not patched or not verified.
+be started) unless --apply was given: then 0 patched (and verified), 3 not patched or not verified;
+126/127 and a stopped run's status stay, --apply or not (see tracefix.runner).
 
 Start-up matters (`python train.py 2>&1 | tracefix` is run after every crash): the plain diagnose
 command line is parsed here without importing click; anything else (a subcommand, --help, an

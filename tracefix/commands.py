@@ -15,7 +15,8 @@ EPILOG = """\b
 Exit codes: 0 a known error was diagnosed; 1 no known error in the input;
 2 usage or input error; 3 a requested patch could not be applied.
 `tracefix run` exits with the command's status, or with --apply: 0 patched
-(and verified), 3 not patched or verification failed.
+(and verified), 3 not patched or verification failed (a command that cannot
+start keeps 126/127, a stopped one its own status, e.g. 130).
 \b
 Examples:
   python train.py 2>&1 | tracefix
