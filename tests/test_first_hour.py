@@ -113,6 +113,7 @@ def test_failed_verify_restores_the_files_byte_for_byte(tmp_path):
     assert report["verification"] == "new error" and report["exit_code"] == 3
     assert report["restored"] == "train.py"
     assert report["applied"] == "train.py (taken back: the verification failed)"
+    assert [u["type"] for u in report["new_error"]["unrecognized"]] == ["KeyError"]   # the patched run's
     assert snapshot(tmp_path) == before                      # byte for byte, and no .tracefix left
     assert (tmp_path / "train.py").stat().st_mode & 0o777 == 0o640
     line = next(ln for ln in err.splitlines() if "restored byte for byte" in ln)

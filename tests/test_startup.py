@@ -62,15 +62,23 @@ def test_the_quick_exit_keeps_every_exit_status_and_message(project, args, stdin
     assert fast.stderr.replace(b"TEARDOWN\n", b"") == slow.stderr.replace(b"TEARDOWN\n", b"")
 
 
-def test_a_reader_that_goes_away_is_still_no_error(project):
+@pytest.mark.parametrize("how", ["entry", "main"])
+@pytest.mark.parametrize("args, code", [
+    ([], 0),                                                     # diagnosed
+    (["--apply", "--pick", "9"], 3),                             # the patch asked for cannot be written
+    (["--no-patch", "{p}/train.py"], 1),                         # no known error in that "log"
+])
+def test_a_reader_that_goes_away_leaves_the_status_as_it_was(project, how, args, code):
     # `tracefix LOG | head -1`: the rest of the output meets a closed pipe at the final flush
-    cmd = [sys.executable, "-c", PROBE.format(how="entry"), "x", "--format", "plain", "--root", str(project),
-           str(project / "crash.log")]
+    args = [a.replace("{p}", str(project)) for a in args]
+    logs = [] if any(a.endswith(".py") for a in args) else [str(project / "crash.log")]
+    cmd = [sys.executable, "-c", PROBE.format(how=how), "x", "--format", "plain", "--root", str(project), *args,
+           *logs]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.read(10)
     proc.stdout.close()
     err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=120) == code
     assert b"Traceback" not in err and b"Exception ignored" not in err
 
 

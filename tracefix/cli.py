@@ -7,7 +7,8 @@ Exit codes:
   3  a requested patch could not be applied
   130 interrupted
 ``tracefix run`` exits with the command's own status (128+N for signal N; 126/127 when it cannot
-be started) unless --apply was given: then 0 patched (and verified), 3 not patched or not verified.
+be started) unless --apply was given: then 0 patched (and verified), 3 not patched or not verified;
+126/127 and a stopped run's status stay, --apply or not (see tracefix.runner).
 
 Start-up matters (`python train.py 2>&1 | tracefix` is run after every crash): the plain diagnose
 command line is parsed here without importing click; anything else (a subcommand, --help, an
@@ -102,10 +103,22 @@ def _open_logs(logs: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
         try:
             out.append((name, open(path, "rb")))
         except OSError as exc:
-            hint = (f" (the {name} command comes first: tracefix {name} [OPTIONS] ...)"
-                    if name in COMMANDS and not path.exists() else "")
-            raise Fail(f"{name}: cannot read: {exc.strerror or exc}{hint}") from None
+            raise Fail(f"{name}: cannot read: {exc.strerror or exc}{_command_hint(name, path)}") from None
     return out
+
+
+def _command_hint(name: str, path: Path) -> str:
+    """For a log that is not there but reads like a command (a word: no folder, no suffix): which
+    one was meant.  Only on this error path, so difflib costs the normal start-up nothing."""
+    if path.exists() or any(sep and sep in name for sep in ("/", os.sep, os.altsep)) or "." in name:
+        return ""
+    if name in COMMANDS:
+        return f" (the {name} command comes first: tracefix {name} [OPTIONS] ...)"
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, COMMANDS, n=1)
+    guess = f"did you mean '{close[0]}'? " if close else ""
+    return f" (not a file; {guess}commands are: {', '.join(COMMANDS)})"
 
 
 def _root(root: Optional[str]) -> Path:
@@ -183,13 +196,79 @@ def _leave(code) -> None:
     if not isinstance(code, int) or (threads is not None and threads.active_count() > 1):
         return
     try:
-        sys.stdout.flush()
+        sys.stdout.flush()      # (a reader that went away is no error: see _Outlet)
         sys.stderr.flush()
-    except BrokenPipeError:
-        code = EXIT_OK          # the reader went away: no error of ours (as in main)
     except (OSError, ValueError):
         return                  # let the normal exit report it
     os._exit(code)
+
+
+class _Outlet:
+    """sys.stdout or sys.stderr, for a reader that may go away (`tracefix LOG | head -1`): what
+    it no longer reads is dropped quietly, and the exit status stays the one we would have had
+    with the reader there.  The first broken pipe points the fd at os.devnull, so that the
+    interpreter's own final flush cannot fail either; everything else is the stream's own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text):
+        if self._gone and isinstance(text, str):
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self._gone:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
+            self._stream.flush()     # what the broken write left buffered goes to devnull
+        except (OSError, ValueError, AttributeError):
+            pass                     # no fd of its own (a caller's StringIO): writes are dropped anyway
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _outlets() -> Tuple:
+    """Wrap sys.stdout and sys.stderr (see _Outlet); returns what to put back."""
+    saved = (sys.stdout, sys.stderr)
+    if sys.stdout is not None and not isinstance(sys.stdout, _Outlet):
+        sys.stdout = _Outlet(sys.stdout)
+    if sys.stderr is not None and not isinstance(sys.stderr, _Outlet):
+        sys.stderr = _Outlet(sys.stderr)
+    return saved
+
+
+def _restore_streams(saved: Tuple) -> None:
+    """Flush (through the outlets: a gone reader is no error) and put the caller's streams back."""
+    for outlet in (sys.stdout, sys.stderr):
+        if isinstance(outlet, _Outlet):
+            try:
+                outlet.flush()
+            except (OSError, ValueError):
+                pass
+    sys.stdout, sys.stderr = saved
 
 
 def _is_empty(stream) -> bool:
@@ -273,6 +352,14 @@ def main(argv: Optional[Sequence[str]] = None, quick_exit: bool = False) -> None
     """quick_exit: after a diagnosis, end the process without the interpreter's teardown (only
     for a process that runs nothing else after us: entry())."""
     args = list(sys.argv[1:] if argv is None else argv)
+    saved = _outlets()
+    try:
+        _main(args, quick_exit)
+    finally:
+        _restore_streams(saved)
+
+
+def _main(args: List[str], quick_exit: bool) -> None:
     try:
         fast = _fast_args(args)
         if fast is not None:
@@ -294,13 +381,6 @@ def main(argv: Optional[Sequence[str]] = None, quick_exit: bool = False) -> None
     except MemoryError:
         _err("tracefix: error: out of memory")
         sys.exit(EXIT_USAGE)
-    except BrokenPipeError:
-        # The reader of our output went away (`tracefix ... | head`): not an error of ours.
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        sys.exit(EXIT_OK)
     except Exception as exc:  # a bug of ours: one line, not a traceback (TRACEFIX_DEBUG=1 shows it)
         if os.environ.get("TRACEFIX_DEBUG"):
             raise

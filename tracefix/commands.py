@@ -15,7 +15,8 @@ EPILOG = """\b
 Exit codes: 0 a known error was diagnosed; 1 no known error in the input;
 2 usage or input error; 3 a requested patch could not be applied.
 `tracefix run` exits with the command's status, or with --apply: 0 patched
-(and verified), 3 not patched or verification failed.
+(and verified), 3 not patched or verification failed (a command that cannot
+start keeps 126/127, a stopped one its own status, e.g. 130).
 \b
 Examples:
   python train.py 2>&1 | tracefix
@@ -222,12 +223,6 @@ def click_main(args: Sequence[str]) -> int:
         # standalone_mode=False: we print click's errors ourselves, each as one line
         code = main_group.main(args=list(args), prog_name="tracefix", standalone_mode=False)
         return code if isinstance(code, int) else EXIT_OK
-    except SystemExit as exc:
-        # click answers a closed pipe (`tracefix list | head -1`) with exit 1 after wrapping
-        # stdout; like the default command, tracefix treats the reader leaving as no error
-        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
-            return EXIT_OK
-        raise
     except click.UsageError as exc:
         click.echo(_usage_line(exc), err=True)
         return EXIT_USAGE

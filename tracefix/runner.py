@@ -26,15 +26,21 @@ What it does:
 
 Exit status:
   the child's own status (a signal N gives 128+N) when tracefix wrote nothing: the command
-  succeeded, was interrupted, failed with no known error, or was only diagnosed (no --apply);
+  succeeded, failed with no known error, or was only diagnosed (no --apply);
   0   --apply: a known error was diagnosed and patched, or its patch is already in place (and,
       with --verify, verified)
   3   --apply: the crash was not patched (no known error, or a patch could not be written), or
       --verify found the command still failing or failing with a new error; then every file the
       patch wrote is restored byte for byte (cli.py's "a requested patch could not be applied")
-  126 / 127  COMMAND could not be executed / was not found
+  126 / 127  COMMAND (or a re-run) could not be executed / was not found, with --apply too
+  the child's own status, with --apply too, when the run was stopped (SIGINT, SIGTERM, SIGHUP,
+  SIGQUIT: 128+N; or it ended on a KeyboardInterrupt); a stopped --verify run leaves the patch
+  written
+After every run that did not succeed, the plain and rich output end with the summary lines, the
+last one ``exit code:`` (tracefix's own status).
 JSON output always carries ``exit_code`` (tracefix's own status, as above), ``command_exit_code``
-(the first run's status) and ``verification``; after a failed verification ``restored``.
+(the first run's status) and ``verification``; after a failed verification ``restored`` and
+``new_error`` (the patched run's diagnoses and unrecognized errors, the same error's too).
 """
 from __future__ import annotations
 
@@ -477,6 +483,52 @@ def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool
     emit(sys.stdout, report, fmt, entries, extra, color=color, source="the command's output", root=str(root))
 
 
+def _summary(extra: Dict, fmt: str, color: Optional[bool]) -> None:
+    """The summary lines alone, as the report would end (nothing was diagnosed: the command could
+    not start, or was stopped).  quickfix shows none: its stdout holds only the editor's lines."""
+    from tracefix.render import safe
+
+    lines = [safe(f"{k.replace('_', ' ')}: {v}") for k, v in extra.items()]
+    _end_lines()
+    if fmt == "rich":
+        from rich.console import Console
+        from rich.text import Text
+
+        console = Console(file=sys.stdout, force_terminal=color, no_color=(color is False), highlight=False,
+                          emoji=False, markup=False)
+        for line in lines:
+            console.print(Text(line, style="bold"))
+    elif fmt == "plain":
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+    sys.stdout.flush()
+
+
+def _finish(report, extra: Dict, code: int, command_code: int, fmt: str, entries, color: Optional[bool],
+            root: Path, after=None, why: str = "") -> int:
+    """Print the report (None: nothing was diagnosed) and the summary, whose last line is
+    ``exit code:``, tracefix's own status (JSON: ``exit_code``); returns that status.  ``after``:
+    the patched run's new error, shown before that last line."""
+    extra["command_exit_code"] = command_code         # the crashed run's; JSON always has it
+    if fmt != "json" and command_code == code:
+        del extra["command_exit_code"]
+    extra["exit_code"] = code
+    if report is None and fmt != "json":
+        _summary(extra, fmt, color)
+    elif report is None:
+        from tracefix.pipeline import Report
+
+        _emit(Report((), ()), fmt, entries, extra, color, root)
+    elif after is not None and fmt != "json":
+        _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color, root)
+        print(f"\ntracefix: after the patch, the command fails with a different error: {why}", flush=True)
+        if after.diagnoses:
+            _emit(replace(after, unrecognized=()), fmt, entries, None, color, root)
+        print(f"exit code: {code}", flush=True)
+    else:
+        _emit(report, fmt, entries, extra, color, root)
+    return code
+
+
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
              steps: int, pick: Optional[int], color: Optional[bool], witness: bool = True) -> int:
     """``tracefix run``: see the module docstring; returns the exit status."""
@@ -486,27 +538,25 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         _note("error: no command given (tracefix run [OPTIONS] -- COMMAND ...)")
         return 2
     to_stderr = fmt == "json"
+    show = dict(fmt=fmt, entries=entries, color=color, root=root)
+    extra: Dict[str, object] = {"applied": "nothing"} if apply else {}
+    if verify or fmt == "json":
+        extra["verification"] = "not run"
 
     first = run_child(cmd, _child_env(witness=True) if witness else _child_env(no_witness=True), to_stderr)
-    if first.error or first.returncode == 0 or first.interrupted:
-        # nothing to diagnose: the command could not start, succeeded, or was stopped
+    command_code = first.exit_code
+    if first.returncode == 0 and not first.error:
+        # it succeeded: nothing to patch, and its output stays byte for byte (JSON: the same keys)
+        return _finish(None, extra, EXIT_OK, EXIT_OK, **show) if fmt == "json" else EXIT_OK
+    if first.error or first.interrupted:
+        # nothing to diagnose: it could not start (126/127), or was stopped (its status, 128+N)
         if first.error:
             _note(f"error: {first.error}")
-        elif first.interrupted and first.forwarded is None and first.returncode is not None and first.returncode < 0:
-            _note(f"the command was stopped by {_signal_name(-first.returncode)} (exit code {first.exit_code})")
-        if fmt == "json":   # the same keys as every other `run --format json` object
-            from tracefix.pipeline import Report
-
-            extra: Dict[str, object] = {"verification": "not run"}
-            if apply:
-                extra["applied"] = "nothing"
-            if first.error:
+            if fmt == "json":
                 extra["error"] = first.error
-            extra.update(command_exit_code=first.exit_code, exit_code=first.exit_code)
-            _emit(Report((), ()), fmt, entries, extra, color, root)
-        return first.exit_code
-    child_code = first.exit_code
-    extra = {"exit_code": child_code, "verification": "not run"}
+        elif first.forwarded is None and first.returncode is not None and first.returncode < 0:
+            _note(f"the command was stopped by {_signal_name(-first.returncode)} (exit code {command_code})")
+        return _finish(None, extra, command_code, command_code, **show)
 
     try:
         report = _diagnose(first.tail, entries, root)
@@ -514,9 +564,9 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         if os.environ.get("TRACEFIX_DEBUG"):
             raise
         _note(f"internal error while diagnosing: {type(exc).__name__}: {exc} (set TRACEFIX_DEBUG=1 for details)")
-        return child_code
-    if _only_interrupt(report):
-        return child_code
+        return _finish(None, extra, EXIT_PATCH if apply else command_code, command_code, **show)
+    if _only_interrupt(report):     # it ended on a KeyboardInterrupt: the user stopped it
+        return _finish(None, extra, command_code, command_code, **show)
 
     if anomaly:
         if _needs_anomaly(report):
@@ -527,7 +577,9 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
             if again.interrupted or again.error:
                 if again.error:
                     _note(f"error: {again.error}")
-                return again.exit_code
+                    if fmt == "json":
+                        extra["error"] = again.error
+                return _finish(report, extra, again.exit_code, command_code, **show)
             rerun = _diagnose(again.tail, entries, root)
             if any(d.entry_id == INPLACE_ID and d.traceback.anomaly_frames for d in rerun.diagnoses):
                 report = rerun
@@ -538,62 +590,49 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         elif report.diagnoses:
             _note("--anomaly: not needed (no in-place error that a forward trace or the witness did not explain)")
 
-    code = child_code
+    code = command_code
     problems: List[str] = []
-    new_error = None
+    after = None                    # the report of the patched run's failure (--verify)
+    verdict, why = "not run", ""
     if apply and not report.diagnoses:
         # --apply promises a patch: a crash we cannot diagnose is "not patched" (exit 3)
         problems = ["not patched: no known PyTorch error in the command's output"]
-        extra = {"applied": "nothing", **extra}
         code = EXIT_PATCH
     elif apply:
         from tracefix.pipeline import apply_recommended
 
         done = apply_recommended(report, root, pick)
         written, problems = done.written, done.already + done.problems
-        extra = {"applied": ", ".join(written) or ("nothing (already applied)" if done.already else "nothing"),
-                 **extra}
+        extra["applied"] = ", ".join(written) or ("nothing (already applied)" if done.already else "nothing")
+        stopped = None              # the verification run's own status, when it did not really run
         if written and verify:
             _note(f"patched {', '.join(written)}; re-running until {steps} backward passes and "
                   f"{steps} optimizer steps succeed (--verify)")
-            verdict, new_error, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr, witness)
+            verdict, after, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr, witness)
             extra["verification"] = verdict
             if verdict == "verified" and why:
                 _note(why)
-            if outcome.interrupted:
-                _emit(report, fmt, entries, {**extra, "exit_code": outcome.exit_code}, color, root)
-                return outcome.exit_code
-            if verdict in ("still failing", "new error"):
+            if outcome.interrupted or outcome.error:
+                stopped = outcome.exit_code
+                if outcome.error and fmt == "json":
+                    extra["error"] = outcome.error
+                _note("the patch stays written, unverified (tracefix undo takes it back)")
+            elif verdict in ("still failing", "new error"):
                 extra["restored"] = _restore(root, written, why)
                 if extra["restored"] != "no":
                     extra["applied"] += " (taken back: the verification failed)"
         if "restored" not in extra:
             problems += done.cautions
         ok = (bool(written) or bool(done.already)) and not done.problems \
-            and extra["verification"] in ("verified", "not run")
-        code = EXIT_OK if ok else EXIT_PATCH
+            and verdict in ("verified", "not run")
+        code = stopped if stopped is not None else (EXIT_OK if ok else EXIT_PATCH)
 
-    if fmt != "json" and not verify:
-        extra.pop("verification", None)
-    if new_error is not None and fmt == "json":
+    if after is not None and fmt == "json":
         from tracefix.render import as_dict
 
-        details = as_dict(new_error.diagnoses, new_error.unrecognized)
+        details = as_dict(after.diagnoses, after.unrecognized)
         extra["new_error"] = {"diagnoses": details["diagnoses"], "unrecognized": details["unrecognized"]}
-    # exit_code is tracefix's own status (what the shell gets); command_exit_code the crashed run's
-    extra["command_exit_code"] = extra.pop("exit_code")
-    if fmt != "json" and extra["command_exit_code"] == code:
-        extra.pop("command_exit_code")
-    extra["exit_code"] = code
-    if new_error is not None and fmt != "json":
-        # the patched run's new error, then tracefix's own status: the last line stays `exit code:`
-        _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color, root)
-        print(f"\ntracefix: after the patch, the command fails with a different error: {why}", flush=True)
-        if new_error.diagnoses:
-            _emit(replace(new_error, unrecognized=()), fmt, entries, None, color, root)
-        print(f"exit code: {code}", flush=True)
-    else:
-        _emit(report, fmt, entries, extra, color, root)
+    _finish(report, extra, code, command_code, after=after if verdict == "new error" else None, why=why, **show)
     for p in problems:
         _note(p)
     return code
@@ -633,8 +672,8 @@ def _one_line(report, outcome: Outcome) -> str:
 
 
 def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witness: bool = True):
-    """Re-run with the verify hook: (verdict, the new error's report or None, the run's Outcome,
-    the failure in one line or "")."""
+    """Re-run with the verify hook: (verdict, the report of the patched run's failure or None,
+    the run's Outcome, the failure in one line or "")."""
     outcome = run_child(cmd, _child_env(verify_steps=steps, witness=witness), to_stderr, cleanup=True)
     if outcome.error:
         _note(f"error: {outcome.error}")
@@ -650,7 +689,7 @@ def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witne
     after = _diagnose(outcome.tail, entries, root)
     before = {d.entry_id for d in report.diagnoses}
     if any(d.entry_id in before for d in after.diagnoses):
-        return "still failing", None, outcome, _one_line(after, outcome)
+        return "still failing", after, outcome, _one_line(after, outcome)
     return "new error", after, outcome, _one_line(after, outcome)
 
 
