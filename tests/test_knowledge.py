@@ -87,6 +87,8 @@ BROKEN = [
     ('id = "x"\ntitle = "t"\nexception_types = ["E"]\nkeywords = ["kkkkkkkkkkkk"]\npatterns = ["a"]\n'
      '[explain]\nwhat="w"\nwhy="y"\nfix="f"\n', "explain.fix_safety"),
     ('id = "x"\n[[examples\n', "invalid TOML"),
+    ('id = "x"\ntitle = "t"\nexception_types = ["E"]\nkeywords = ["kkkkkkkkkkkk"]\npatterns = ["a"]\n'
+     '[explain]\nwhat="w"\nwhy="y"\nfix="f"\nfix_safety="s"\n[explain.fix_for]\nsome-kind = ""\n', "explain.fix_for"),
 ]
 
 
@@ -107,3 +109,21 @@ def test_user_entry_extends_the_base(tmp_path):
     entries = load_entries([tmp_path])
     report = collect(io.BytesIO(b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"), entries)
     assert [d.entry_id for d in report.diagnoses] == ["cuda-oom"]
+
+
+def test_how_to_fix_follows_the_kind_of_the_first_fix_site():
+    """[explain.fix_for] gives a fix-site kind its own "How to fix" line (an optimizer step between
+    two backward() calls is not fixed by an out-of-place write); other kinds keep the general one."""
+    from tracefix.records import Diagnosis, FixSite, Traceback
+    from tracefix.render import plain_lines
+
+    entry = next(e for e in load_entries() if e.id == "inplace-modification")
+    assert entry.fix_advice("optimizer-step-between")
+
+    def how(kind):
+        d = Diagnosis(entry_id=entry.id, title="t", confidence=1.0, traceback=Traceback(exc_type="RuntimeError",
+                      message="m"), fix_sites=(FixSite(path="train.py", line=3, code="opt_d.step()", kind=kind),))
+        return next(ln for ln in plain_lines(d, entry) if ln.startswith("  How to fix:"))
+
+    assert "optimizer step only after every backward()" in how("optimizer-step-between")
+    assert "out-of-place" in how("inplace-augassign") and "optimizer step only after" not in how("inplace-augassign")

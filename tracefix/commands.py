@@ -132,6 +132,9 @@ def explain_cmd(entry_id, knowledge_dirs) -> None:
     click.echo(safe(f"{e.id}: {e.title}\n"))
     for key, title in (("what", "What happens"), ("why", "Why"), ("fix", "How to fix"), ("fix_safety", "Fix safety")):
         click.echo(f"## {title}\n{safe(e.explanation(key))}\n")
+        if key == "fix":
+            for kind, text in e.fix_for:
+                click.echo(f"For a fix site of kind {kind}: {safe(text)}\n")
     click.echo("Exception types: " + ", ".join(e.exception_types))
     if e.references:
         click.echo("References:\n" + "\n".join(f"  {safe(r)}" for r in e.references))

@@ -61,9 +61,15 @@ class Entry:
     counterexamples: Tuple[Example, ...] = ()
     fix_examples: Tuple[Example, ...] = ()
     source: str = ""
+    fix_for: Tuple[Tuple[str, str], ...] = ()   # [explain.fix_for]: how to fix, by fix-site kind
 
     def explanation(self, key: str) -> str:
         return dict(self.explain).get(key, "")
+
+    def fix_advice(self, kind: str) -> str:
+        """``[explain.fix_for]``'s text for a fix site of ``kind``; "" when the entry has none (the
+        general ``explain.fix`` then serves)."""
+        return dict(self.fix_for).get(kind, "")
 
 
 def builtin_dir() -> Path:
@@ -224,6 +230,10 @@ def _build(path: Path, data: Dict[str, Any]) -> Entry:
     for key in EXPLAIN_KEYS:
         if not isinstance(explain.get(key), str) or not explain[key].strip():
             raise KnowledgeError(f"{path}: field 'explain.{key}' must be a non-empty string")
+    fix_for = explain.get("fix_for", {})
+    if not isinstance(fix_for, dict) or not all(isinstance(v, str) and v.strip() for v in fix_for.values()):
+        raise KnowledgeError(f"{path}: field 'explain.fix_for' must be a table of non-empty strings "
+                             "(fix-site kind = how to fix it)")
     threshold = data.get("fuzzy_threshold", 90)
     if not isinstance(threshold, (int, float)) or not 50 <= threshold <= 100:
         raise KnowledgeError(f"{path}: field 'fuzzy_threshold' must be a number from 50 to 100")
@@ -242,6 +252,7 @@ def _build(path: Path, data: Dict[str, Any]) -> Entry:
         fixes=_strings(path, data, "fixes"),
         references=_strings(path, data, "references"),
         explain=tuple((k, explain[k].strip()) for k in EXPLAIN_KEYS),
+        fix_for=tuple((k, " ".join(v.split())) for k, v in fix_for.items()),
         examples=_examples(path, data, "examples"),
         counterexamples=_examples(path, data, "counterexamples"),
         fix_examples=_examples(path, data, "fix_examples", need_source=True),

@@ -41,6 +41,12 @@ def safe(text: str) -> str:
     return _UNSAFE_CHARS.sub("", text)
 
 
+def _how_to_fix(entry: Entry, d: Diagnosis) -> str:
+    """The entry's advice for the kind of the first fix site, else its general fix."""
+    own = entry.fix_advice(d.fix_sites[0].kind) if d.fix_sites else ""
+    return own or _first_paragraph(entry.explanation("fix"))
+
+
 def _first_paragraph(text: str) -> str:
     parts = text.strip().split("\n\n")
     out = parts[0].replace("\n", " ")
@@ -221,7 +227,7 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
             lines.append(f"    {p.applicability} because: {p.reason}")
         lines += ["    " + ln for ln in p.diff.rstrip("\n").split("\n")] if p.diff else []
     if entry is not None:
-        lines += ["", f"  How to fix: {_first_paragraph(entry.explanation('fix'))}",
+        lines += ["", f"  How to fix: {_how_to_fix(entry, d)}",
                   f"  ({_explain_command(entry)} for the whole story)"]
     return lines
 
@@ -309,7 +315,7 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
             if p.diff:
                 body.append(Syntax(safe(p.diff), "diff", theme="ansi_dark", word_wrap=True))  # never crop a change away
         if entry is not None:
-            body.append(Text(safe("How to fix: " + _first_paragraph(entry.explanation("fix")))))
+            body.append(Text(safe("How to fix: " + _how_to_fix(entry, d))))
         title = Text(f"{d.entry_id}: ", style="bold")
         room = console.width - 6 - len(title)          # the panel's corners and padding take 6
         confidence = f"  [{d.confidence:.2f}]"
