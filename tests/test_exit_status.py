@@ -271,6 +271,8 @@ def test_still_failing_has_new_error_in_json_and_no_different_error_in_plain(tmp
     again = report["new_error"]["diagnoses"]
     assert [d["id"] for d in again] == ["nonscalar-backward"]
     assert "backward() at train.py:15" in again[0]["evidence"]["summary"]   # the patched run's crash
+    # (the verify hook's own frame is not taken for the user's code, from a checkout either)
+    assert again[0]["crash_site"]["line"] == 15
     assert report["new_error"]["unrecognized"] == []
     assert (tmp_path / "train.py").read_text() == STILL_FAILING
 

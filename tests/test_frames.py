@@ -33,6 +33,9 @@ def write(root: Path, rel: str, text: str = "x = 1\n") -> Path:
     "/home/u/pytorch/torch/autograd/__init__.py",            # a source build of torch
     "/Applications/PyCharm.app/Contents/plugins/python/helpers/pydev/pydevd.py",
     r"C:\Program Files\JetBrains\PyCharm\plugins\python\helpers\pydev\_pydev_bundle\_pydev_execfile.py",
+    # tracefix run's own hook in a checkout or editable install (the verify re-run's outermost frame)
+    "/home/dev/src/tracefix/tracefix/hooks/sitecustomize.py",
+    r"C:\src\tracefix\tracefix\hooks\tracefix_witness.py",
 ])
 def test_library_paths(path):
     assert is_library_path(path)

@@ -35,6 +35,7 @@ _LIBRARY_RX = re.compile(
     | (?:^|[\\/])lib(?:64)?[\\/](?:python|pypy)\d+(?:\.\d+)?t?[\\/]   # POSIX/conda/venv stdlib + packages
     | (?:^|[\\/])usr[\\/]lib[\\/]python\d
     | ^<frozen\b | ^<string>$ | ^<__array_function__ | ^<decorator-gen | ^<makefun-gen
+    | [\\/]tracefix[\\/]hooks[\\/]\w+\.py$      # our own hooks (tracefix run), from a checkout too
     | [\\/]AppData[\\/](?:.*[\\/])?Python[\\/]
     | \\(?:Python\d*|anaconda\d*|miniconda\d*|[^\\/]*env[^\\/]*)\\(?-i:Lib)\\   # Windows stdlib
     | [\\/]Python\.framework[\\/]
