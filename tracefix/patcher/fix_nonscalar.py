@@ -81,24 +81,26 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
     total = Option(f"Reduce `{code}` to a scalar with .sum() before backward", "unsafe",
                    "gradients then grow with the batch size, so the learning rate may need retuning",
                    {rel: src.replace(target, lambda n: _reduce(n, "sum"))}, alternative=True)
-    mask = _mask_of(src, target)
-    masked_at = "" if mask is not None else _masked_elsewhere(ctx)
-    if mask is None and not masked_at:
-        return [mean, total]
     # tok * mask: the mean over every position also counts the ones the mask zeroes out, so the
     # loss is scaled by the share of kept positions, which changes from batch to batch
-    mean.summary = f"Reduce `{code}` to a scalar with .mean() before backward"
-    mean.applicability, mean.alternative = "unsafe", True
+    mask = _mask_of(src, target)
+    if mask is not None:
+        m = src.code(mask).strip()
+        _not_the_mean(mean, code, f"it also counts the positions '{m}' zeroes out, so the loss shrinks with the "
+                                  "share of masked positions, which changes from batch to batch")
+        masked = Option(f"Average `{code}` over the positions `{m}` keeps: `.sum() / {m}.sum()`", "safe", "",
+                        {rel: src.replace(target, lambda n: _kept_mean(src, n, target, mask))})
+        return [masked, total, mean]
+    masked_at = _masked_elsewhere(ctx)
     if masked_at:
-        mean.reason = (f"the loss is multiplied by a mask ({masked_at}): the mean also counts the masked-out "
-                       "positions; averaging over the kept ones is the patch there")
-        return [mean, total]
-    m = src.code(mask).strip()
-    mean.reason = (f"it also counts the positions '{m}' zeroes out, so the loss shrinks with the share of "
-                   "masked positions, which changes from batch to batch")
-    masked = Option(f"Average `{code}` over the positions `{m}` keeps: `.sum() / {m}.sum()`", "safe", "",
-                    {rel: src.replace(target, lambda n: _kept_mean(src, n, target, mask))})
-    return [masked, total, mean]
+        _not_the_mean(mean, code, f"the loss is multiplied by a mask ({masked_at}): the mean also counts the "
+                                  "masked-out positions; averaging over the kept ones is the patch there")
+    return [mean, total]
+
+
+def _not_the_mean(mean: Option, code: str, why: str) -> None:
+    mean.summary = f"Reduce `{code}` to a scalar with .mean() before backward"
+    mean.applicability, mean.reason, mean.alternative = "unsafe", why, True
 
 
 def _read_after_backward(ctx: Context, how: str = "") -> str:
