@@ -531,3 +531,24 @@ def test_no_candidate_when_a_write_was_traced(tmp_path):
     out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
     assert first(out)[:2] == ("train.py", 5) and not out.fix_sites[0].searched
     assert not any(s.searched for s in out.fix_sites)
+
+
+# -- an in-place write through a view of the saved output (new user round 5) --------------------
+def test_a_view_of_the_named_output_is_that_output(tmp_path):
+    # `.squeeze(-1)` shares the sigmoid output's memory and version counter: masked_fill_ on it
+    # spoils what sigmoid saved, so it is the message's tensor, not "a weaker candidate"
+    write(tmp_path, "train.py", """
+        import torch
+        def gate(h, proj, valid):
+            p = torch.sigmoid(proj(h)).squeeze(-1)
+            p.masked_fill_(~valid, 0.0)
+            return p
+        loss = gate(h, proj, valid).sum()
+        loss.backward()
+        """)
+    message, fields = msg("Sigmoid")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("train.py", line_of(tmp_path, "train.py", "masked_fill_"), "inplace-method")
+    reason = out.fix_sites[0].reason
+    assert "weaker candidate" not in reason
+    assert "the output of torch.sigmoid, seen through .squeeze()" in reason

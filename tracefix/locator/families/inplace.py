@@ -122,7 +122,9 @@ class _Inplace(Tracer):
         name = last_name(func)
         fams: Set[str] = set()
         if isinstance(func, ast.Attribute) and name in VIEW_METHODS:
-            return {"view"}
+            # a view shares its base's memory and version counter: writing it in place spoils
+            # what the base's producer saved, and autograd names that producer
+            return {"view"} | self._expr_families(sf, scope, func.value, line, depth + 1)
         if _module_like(func):
             for csf, ctor in self._module_ctors(sf, scope, func, line, depth + 1):
                 fams |= self._module_families(csf, ctor, depth + 1)
@@ -345,6 +347,10 @@ class _Inplace(Tracer):
 
     def _describe(self, sf: SourceFile, scope: ast.AST, value: ast.AST, line: int, fams: Set[str]) -> str:
         """'self.proj (nn.Linear)', 'torch.tanh', or the op families when the code says no more."""
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and last_name(value.func) in VIEW_METHODS \
+                and isinstance(value.func.value, ast.Call):
+            base = self._describe(sf, scope, value.func.value, line, fams - {"view"})
+            return f"{base}, seen through .{value.func.attr}()"
         if isinstance(value, ast.Call):
             func = value.func
             if _module_like(func):
