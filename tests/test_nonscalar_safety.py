@@ -232,3 +232,30 @@ def test_a_dict_without_a_loss_entry_gets_no_reduction(tmp_path):
 
     write(tmp_path, "def f(a, b):\n    return {'total': a * b, 'n': 3}\n", "lmloss.py")
     assert propose(diag_for([site(2, "per-sample-return", "lmloss.py", col=4)]), tmp_path) == ()
+
+
+# --- .mean() of a criterion's per-sample losses is not its reduction='mean' (new user round 5) ----
+SEG_MODULE = ('import torch.nn.functional as F\n\n\ndef seg_loss(logits, masks, w=None):\n'
+              '    return F.cross_entropy(logits, masks, CRIT_ARGS reduction="none")\n')
+SEG_TRAIN = ('from module import seg_loss\n\nfor step in range(2):\n    loss = seg_loss(logits, masks)\n'
+             '    loss.backward()\n')
+
+
+@pytest.mark.parametrize("args, said", [("ignore_index=255,", "takes ignore_index"), ("weight=w,", "class weights"),
+                                        ("w,", "class weights"), ("", "")])
+def test_the_mean_of_a_class_loss_with_ignored_targets_or_weights_is_unsafe(tmp_path, args, said):
+    from test_patcher import diag_for, site, write
+    from tracefix.patcher import propose
+
+    module = SEG_MODULE.replace("CRIT_ARGS", args)
+    write(tmp_path, module, "module.py")
+    write(tmp_path, SEG_TRAIN)
+    col = module.splitlines()[4].index("reduction")
+    patches = propose(diag_for([site(5, "criterion-reduction", "module.py", col=col), site(4, "loss-assignment", col=11)]),
+                      tmp_path)
+    assert patches[0].applicability == "safe" and "reduction='mean'" in patches[0].summary
+    [mean] = [p for p in patches if "loss = seg_loss(logits, masks).mean()" in p.files[0][2]]
+    if said:
+        assert mean.applicability == "unsafe" and said in mean.reason and "module.py:5" in mean.reason
+    else:
+        assert mean.applicability == "safe", mean.reason

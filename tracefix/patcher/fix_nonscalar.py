@@ -95,6 +95,9 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
     if masked_at:
         _not_the_mean(mean, code, f"the loss is multiplied by a mask ({masked_at}): the mean also counts the "
                                   "masked-out positions; averaging over the kept ones is the patch there")
+    weighted = _weighted_criterion(ctx)
+    if weighted and mean.applicability == "safe":
+        _not_the_mean(mean, code, weighted)
     return [mean, total]
 
 
@@ -133,6 +136,32 @@ def _read_after_backward(ctx: Context, how: str = "") -> str:
 def _spelled(src: Source, node: cst.CSTNode) -> str:
     """The code of ``node`` with one kind of quotes and no spaces: out['loss'] == out["loss"]."""
     return "".join(src.code(node).split()).replace("'", '"')
+
+
+_CLASS_LOSSES = {"cross_entropy": 2, "CrossEntropyLoss": 0, "nll_loss": 2, "NLLLoss": 0}  # position of weight
+
+
+def _weighted_criterion(ctx: Context) -> str:
+    """Why ``.mean()`` of a criterion's per-sample losses is not its ``reduction='mean'``: it was
+    given ``ignore_index`` (the mean then counts the ignored targets, as zeros) or class weights
+    (``reduction='mean'`` divides by their sum); "" otherwise."""
+    for other in ctx.diag.fix_sites:
+        if other.kind != "criterion-reduction":
+            continue
+        src = ctx.source(other.path)
+        call = src.find(other.line, other.col, cst.Call, lambda n: keyword(n, "reduction") is not None) \
+            if src is not None else None
+        name = dotted(call.func).rsplit(".", 1)[-1] if call is not None else ""
+        if name not in _CLASS_LOSSES:
+            continue
+        where = f"{other.path}:{other.line}"
+        if keyword(call, "ignore_index") is not None:
+            return (f"the criterion at {where} takes ignore_index: reduction='mean' averages over the targets it "
+                    "keeps, .mean() of its per-sample losses also counts the ignored ones (as zeros)")
+        if keyword(call, "weight") is not None or len(positional(call)) > _CLASS_LOSSES[name]:
+            return (f"the criterion at {where} takes class weights: reduction='mean' divides by the sum of the "
+                    "weights, .mean() of its per-sample losses by their number")
+    return ""
 
 
 def _masked_elsewhere(ctx: Context) -> str:
