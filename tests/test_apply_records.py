@@ -108,6 +108,45 @@ def test_apply_through_a_symlink_leaving_the_root_is_refused_with_that_reason(tm
     assert target.read_bytes() == before and (root / "train.py").is_symlink()
 
 
+# a folder of the project that is a symlink leaving the root (`pkg -> ../shared/pkg`)
+PKG_LOSSES = ('import torch.nn as nn\n\n\nclass TokenLoss(nn.Module):\n    def __init__(self):\n'
+              '        super().__init__()\n        self.crit = nn.CrossEntropyLoss(reduction="none")\n\n'
+              '    def forward(self, logits, tags):\n        return self.crit(logits, tags)\n')
+PKG_TRAIN = ('import torch\nfrom pkg.losses import TokenLoss\n\ncriterion = TokenLoss()\n'
+             'logits = torch.randn(4, 3, requires_grad=True)\nloss = criterion(logits, torch.tensor([0, 1, 2, 0]))\n'
+             'loss.backward()\n')
+PKG_LOG = ('Traceback (most recent call last):\n  File "/home/u/proj/train.py", line 7, in <module>\n'
+           '    loss.backward()\n'
+           '  File "/usr/lib/python3.11/site-packages/torch/_tensor.py", line 623, in backward\n'
+           '    torch.autograd.backward(\nRuntimeError: grad can be implicitly created only for scalar outputs\n')
+
+
+def _linked_folder(tmp_path: Path) -> Path:
+    root, shared = tmp_path / "proj", tmp_path / "shared" / "pkg"
+    shared.mkdir(parents=True)
+    root.mkdir()
+    (shared / "__init__.py").write_text("")
+    (shared / "losses.py").write_text(PKG_LOSSES)
+    (shared / "loop").symlink_to(shared)            # a cycle the index must not follow forever
+    (root / "pkg").symlink_to(shared)
+    (root / "train.py").write_text(PKG_TRAIN)
+    (root / "crash.log").write_text(PKG_LOG)
+    return root
+
+
+def test_a_symlinked_folder_leaving_the_root_is_searched_and_its_files_never_written(tmp_path):
+    root = _linked_folder(tmp_path)
+    shown = run_tracefix("--root", root, "--format", "json", "crash.log", cwd=root)
+    site = json.loads(shown.stdout)["diagnoses"][0]["fix_sites"][0]
+    assert (site["path"], site["line"]) == ("pkg/losses.py", 7)
+    before = (tmp_path / "shared" / "pkg" / "losses.py").read_bytes()
+    proc = _apply(root)
+    assert proc.returncode == 3
+    assert "refusing to write 'pkg/losses.py': a symlink takes it outside the project root" in _said(proc)
+    assert (tmp_path / "shared" / "pkg" / "losses.py").read_bytes() == before
+    assert (root / "train.py").read_text() == PKG_TRAIN      # no other patch written instead
+
+
 # --- the note on a same-named file that is not the log's: true of that file ---------------------------
 LOG = ('Traceback (most recent call last):\n'
        '  File "/home/u/proj/train.py", line 3, in {func}\n'

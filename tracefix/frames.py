@@ -26,6 +26,9 @@ SKIP_DIRS = frozenset({
     "build", "dist", "vendor", "_vendor", "third_party", "wandb", ".cache",   # build output, vendored copies
 })
 MAX_FILES = 50_000
+# A symlinked folder leaving the root (`pkg -> ../shared/pkg`) is searched for sources only, and
+# only so far: such a link may also lead to a dataset of a million files.
+LINKED_ENTRIES, LINKED_DEPTH = 20_000, 8
 REANCHOR_WINDOW = 20
 
 # Paths that belong to a library, the interpreter or a debugger, never to the user's project.
@@ -100,6 +103,16 @@ class MappedFrame:
     whole: bool = False                 # every component of the local path matched
 
 
+def _project_dir(parent: str, name: str) -> bool:
+    """Is this folder searched for sources (not a cache, a build, a virtual environment)?"""
+    return (name not in SKIP_DIRS and not name.endswith(".egg-info")
+            and not os.path.exists(os.path.join(parent, name, "pyvenv.cfg")))
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 class FileIndex:
     """Files under a root, indexed by base name; built once per run."""
 
@@ -118,25 +131,57 @@ class FileIndex:
 
     def _build(self, max_files: int) -> None:
         root = str(self.resolved_root)
-        count = 0
+        linked: List[Tuple[str, ...]] = []
         try:
             walker = os.walk(root, topdown=True, followlinks=False)
             for dirpath, dirnames, filenames in walker:
-                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")
-                                     and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg")))
+                dirnames[:] = sorted(d for d in dirnames if _project_dir(dirpath, d))
                 rel_dir = os.path.relpath(dirpath, root)
                 base = () if rel_dir == "." else tuple(rel_dir.split(os.sep))
+                linked += [base + (d,) for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
                 for name in sorted(filenames):
-                    parts = base + (name,)
-                    self.files.append(parts)
-                    self.by_name.setdefault(name, []).append(parts)
-                    self.by_lower_name.setdefault(name.lower(), []).append(parts)
-                    count += 1
-                    if count >= max_files:
-                        self.truncated = True
+                    if not self._add(base + (name,), max_files):
                         return
         except OSError:
             return
+        for parts in linked:
+            if not self._add_linked(parts, max_files):
+                return
+
+    def _add(self, parts: Tuple[str, ...], max_files: int) -> bool:
+        """Index one file; False once the index is full."""
+        self.files.append(parts)
+        self.by_name.setdefault(parts[-1], []).append(parts)
+        self.by_lower_name.setdefault(parts[-1].lower(), []).append(parts)
+        if len(self.files) >= max_files:
+            self.truncated = True
+            return False
+        return True
+
+    def _add_linked(self, parts: Tuple[str, ...], max_files: int) -> bool:
+        """The sources under a symlinked folder that leaves the root, indexed through the link (read
+        for the diagnosis; writing through it is refused).  One inside the root is indexed where it
+        really is already."""
+        top = os.path.join(str(self.resolved_root), *parts)
+        real_top = os.path.realpath(top)
+        if _within(real_top, str(self.resolved_root)):
+            return True
+        seen, entries = set(), 0
+        for dirpath, dirnames, filenames in os.walk(top, topdown=True, followlinks=True):
+            real = os.path.realpath(dirpath)
+            rel = os.path.relpath(dirpath, top)
+            sub = () if rel == "." else tuple(rel.split(os.sep))
+            entries += len(dirnames) + len(filenames)
+            if real in seen or _within(real, str(self.resolved_root)) or len(sub) >= LINKED_DEPTH \
+                    or entries > LINKED_ENTRIES:
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            dirnames[:] = sorted(d for d in dirnames if _project_dir(dirpath, d))
+            for name in sorted(filenames):
+                if name.endswith((".py", ".ipynb")) and not self._add(parts + sub + (name,), max_files):
+                    return False
+        return True
 
     def py_files(self) -> List[str]:
         """Python sources: .py files and Jupyter notebooks (read as modules, tracefix.notebook)."""
