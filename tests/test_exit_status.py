@@ -219,6 +219,20 @@ def test_an_unknown_command_is_pointed_out_on_the_one_error_line(tmp_path, word,
         assert err == f"tracefix: error: {word}: cannot read: No such file or directory {hint}\n", err
 
 
+@pytest.mark.parametrize("args, line", [
+    # an option click does not know after the mistyped command: the command is what is wrong
+    (["udno", "--force"], "tracefix: error: udno: not a file; did you mean 'undo'? commands are: diagnose, list, "
+                          "explain, undo, run, hook\n"),
+    (["explain", "inplace"], "tracefix: error: unknown id 'inplace'; did you mean 'inplace-modification'? known: "
+                             "bf16-unscale, fp16-unscale, inplace-modification, nonscalar-backward\n"),
+    (["explain", "nonscaler"], "tracefix: error: unknown id 'nonscaler'; did you mean 'nonscalar-backward'? known: "
+                               "bf16-unscale, fp16-unscale, inplace-modification, nonscalar-backward\n"),
+])
+def test_a_mistyped_command_or_id_is_named_with_its_likely_meaning(tmp_path, args, line):
+    r = tracefix(*args, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.decode() == line
+
+
 @pytest.mark.parametrize("name", ["crash.log", "logs/crash", "nosuchdir/undo"])
 def test_a_missing_log_that_looks_like_a_path_gets_no_command_hint(tmp_path, name):
     r = tracefix(name, cwd=tmp_path)

@@ -8,8 +8,8 @@ from typing import Sequence
 import click
 
 from tracefix import __version__
-from tracefix.cli import (EXIT_NOTHING, EXIT_OK, EXIT_PATCH, EXIT_USAGE, FORMATS, Fail, _color, _load,
-                          _pick_format, _root, run_diagnose)
+from tracefix.cli import (COMMANDS, EXIT_NOTHING, EXIT_OK, EXIT_PATCH, EXIT_USAGE, FORMATS, Fail, _color,
+                          _command_hint, _load, _pick_format, _root, run_diagnose)
 
 EPILOG = """\b
 Exit codes: 0 a known error was diagnosed; 1 no known error in the input;
@@ -128,7 +128,12 @@ def explain_cmd(entry_id, knowledge_dirs) -> None:
     entries = _load(knowledge_dirs, examples=True)
     e = find_entry(entries, entry_id)
     if e is None:
-        raise Fail(f"unknown id {entry_id!r}; known: {', '.join(x.id for x in entries)}")
+        from difflib import get_close_matches
+
+        ids = [x.id for x in entries]
+        near = [i for i in ids if entry_id.lower() in i] or get_close_matches(entry_id, ids, n=1, cutoff=0.5)
+        guess = f"did you mean {' or '.join(repr(i) for i in near)}? " if near else ""
+        raise Fail(f"unknown id {entry_id!r}; {guess}known: {', '.join(ids)}")
     click.echo(safe(f"{e.id}: {e.title}\n"))
     for key, title in (("what", "What happens"), ("why", "Why"), ("fix", "How to fix"), ("fix_safety", "Fix safety")):
         click.echo(f"## {title}\n{safe(e.explanation(key))}\n")
@@ -227,7 +232,10 @@ def click_main(args: Sequence[str]) -> int:
         code = main_group.main(args=list(args), prog_name="tracefix", standalone_mode=False)
         return code if isinstance(code, int) else EXIT_OK
     except click.UsageError as exc:
-        click.echo(_usage_line(exc), err=True)
+        word = next((a for a in args if not a.startswith("-")), "")
+        hint = _command_hint(word, Path(word)) if args and args[0] == word and word not in COMMANDS else ""
+        # `tracefix udno --force`: the mistyped command matters more than the option click names
+        click.echo(f"tracefix: error: {word}: {hint.strip()[1:-1]}" if hint else _usage_line(exc), err=True)
         return EXIT_USAGE
     except click.ClickException as exc:
         exc.show()
