@@ -108,7 +108,7 @@ def test_apply_through_a_symlink_leaving_the_root_is_refused_with_that_reason(tm
     assert target.read_bytes() == before and (root / "train.py").is_symlink()
 
 
-# a folder of the project that is a symlink leaving the root (`pkg -> ../shared/pkg`)
+# a folder of the project that is a symlink leaving the root (`pkg -> ../common/pkg`)
 PKG_LOSSES = ('import torch.nn as nn\n\n\nclass TokenLoss(nn.Module):\n    def __init__(self):\n'
               '        super().__init__()\n        self.crit = nn.CrossEntropyLoss(reduction="none")\n\n'
               '    def forward(self, logits, tags):\n        return self.crit(logits, tags)\n')

@@ -26,7 +26,7 @@ SKIP_DIRS = frozenset({
     "build", "dist", "vendor", "_vendor", "third_party", "wandb", ".cache",   # build output, vendored copies
 })
 MAX_FILES = 50_000
-# A symlinked folder leaving the root (`pkg -> ../shared/pkg`) is searched for sources only, and
+# A symlinked folder leaving the root (`pkg -> ../common/pkg`) is searched for sources only, and
 # only so far: such a link may also lead to a dataset of a million files.
 LINKED_ENTRIES, LINKED_DEPTH = 20_000, 8
 REANCHOR_WINDOW = 20

@@ -53,7 +53,7 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
     """Replace ``target`` by its reduction: mean (safe), sum (unsafe); complex: abs / real."""
     if isinstance(target, _NOT_TENSORS) or all(is_reduced(e) for e in _elements(target)):
         return []   # {"loss": ...}.mean() would not even run: the caller picks the loss element
-    code = src.code(target).strip()
+    code = _shown(src.code(target))
     if _is_complex(ctx):
         dtype = ctx.diag.field("dtype")
         return [
@@ -99,6 +99,12 @@ def _reduction_options(ctx: Context, src: Source, target: cst.BaseExpression, wh
     if weighted and mean.applicability == "safe":
         _not_the_mean(mean, code, weighted)
     return [mean, total]
+
+
+def _shown(code: str, width: int = 60) -> str:
+    """Code as one line for a summary: a loss spread over several lines in parentheses, shortened."""
+    one = " ".join(code.split())
+    return one if len(one) <= width else one[:width - 3] + "..."
 
 
 def _not_the_mean(mean: Option, code: str, why: str) -> None:
