@@ -316,3 +316,19 @@ def test_terminal_ipython_prints_plain_text_after_the_traceback(tmp_path):
     assert "  fix site:   In [2], line 8" in out and "  crash site: In [4], line 6" in out  # load_ext: no In [N]
     assert "+++ b/In [2]" in out and "+        out = out + x  # skip connection" in out
     assert out.split("=== AGAIN", 1)[1].count("fix site:   In [2], line 8") == 1
+
+
+def test_run_apply_verify_on_nbconvert_keeps_the_patch_when_the_kernel_reached_the_steps(tmp_path):
+    """The verify hook ends the kernel after the steps; nbconvert then fails ("Kernel died"): that is
+    tracefix's own doing, not the patched notebook's, so it is verified and the patch stays."""
+    nb = tmp_path / "inplace_residual.ipynb"
+    shutil.copy(NOTEBOOKS / "inplace_residual.ipynb", nb)
+    res = subprocess.run([sys.executable, "-m", "tracefix", "run", "--apply", "--verify", "--format", "json", "--",
+                          sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--stdout",
+                          nb.name], capture_output=True, env=_env(), cwd=tmp_path, timeout=600)
+    err = res.stderr.decode(errors="replace")
+    report = json.loads(res.stdout)
+    assert (res.returncode, report["verification"]) == (0, "verified"), err[-3000:]
+    assert report["applied"] == "inplace_residual.ipynb" and "restored" not in report
+    assert "out = out + x" in "".join(json.loads(nb.read_text(encoding="utf-8"))["cells"][2]["source"])
+    assert "tracefix: verified after 2 steps" in err and "Kernel died" in err
