@@ -124,3 +124,35 @@ def test_other_notebook_traceback_layouts_map_to_the_cell(layout, tmp_path):
     site = d["fix_sites"][0]
     assert (site["path"], site["cell"], site["cell_line"]) == ("inplace_residual.ipynb", 3, 8)
     assert (d["crash_site"]["cell"], d["crash_site"]["cell_line"]) == (5, 6)
+
+
+@pytest.mark.parametrize("layout", [dict(indent=1, ensure_ascii=False), dict(indent=2, ensure_ascii=True)])
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_quickfix_position_of_a_cell_saved_as_one_string(tmp_path, layout, eol):
+    from tracefix.notebook import json_position
+
+    src = eol.join(["# modèle — déjà vu", "class Block:", "    def f(self, out):", "        out.mul_(0.5)  # é"])
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(_nb([["x = 1\n", "y = 2"], src], **layout))
+    line, col = json_position(path, 1, 4, 8)
+    raw = path.read_text(encoding="utf-8").split("\n")[line - 1]
+    assert raw.lstrip().startswith('"source": "# mod')                  # the cell's "source" line, not line 1
+    assert raw[col:].startswith("out.mul_(0.5)")                        # ... at the code's column
+    other = path.read_text(encoding="utf-8").split("\n")[json_position(path, 0, 2, 0)[0] - 1]
+    assert json.loads(other.strip().rstrip(",")) == "y = 2"             # a cell saved as a list, as before
+
+
+def test_quickfix_on_a_notebook_whose_cells_are_strings_lands_on_the_source_line(tmp_path):
+    data = json.loads((NOTEBOOKS / "inplace_residual.ipynb").read_text(encoding="utf-8"))
+    for cell in data["cells"]:
+        cell["source"] = "".join(cell["source"])
+    (tmp_path / "inplace_residual.ipynb").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    log = NOTEBOOKS / "logs" / "inplace_residual.kernelpath.log"
+    qf = subprocess.run([sys.executable, "-m", "tracefix", "--format", "quickfix", "--no-patch", "--root",
+                         str(tmp_path), str(log)], capture_output=True, env=_env(), timeout=120, text=True, cwd=tmp_path)
+    lines = qf.stdout.splitlines()
+    assert len(lines) == 2, qf.stdout + qf.stderr
+    for out, code in zip(lines, ("out += x", "loss.backward()")):
+        path, line, col = out.split(":")[:3]
+        raw = (tmp_path / path).read_text(encoding="utf-8").split("\n")[int(line) - 1]
+        assert raw.lstrip().startswith('"source": "') and raw[int(col) - 1:].startswith(code), (out, raw)

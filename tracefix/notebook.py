@@ -340,18 +340,52 @@ def json_position(path: Path, cell_index: int, cell_line: int, col: int) -> Tupl
     line = json_line(path, cell_index, cell_line)
     try:
         raw = Path(path).read_text(encoding="utf-8-sig").split("\n")[line - 1]
-        source = json.loads(raw.strip().rstrip(","))
-    except (OSError, UnicodeDecodeError, ValueError, IndexError):
+    except (OSError, UnicodeDecodeError, IndexError):
         return line, col
+    whole = _string_source(raw)
+    if whole is not None:       # the cell's source as one string: the line starts inside it
+        source, start = whole, _line_offset(whole, cell_line)
+    else:
+        try:
+            source, start = json.loads(raw.strip().rstrip(",")), 0
+        except ValueError:
+            return line, col
     if not isinstance(source, str):
         return line, col
-    ascii_only = raw.isascii()
-    prefix = json.dumps(source[:col], ensure_ascii=ascii_only)[1:-1]
-    return line, raw.index('"') + 1 + len(prefix)
+    prefix = json.dumps(source[:start + col], ensure_ascii=raw.isascii())[1:-1]
+    value = raw.index('"', raw.index(":") + 1) if whole is not None else raw.index('"')
+    return line, value + 1 + len(prefix)
+
+
+_STRING_SOURCE_RX = re.compile(r'^\s*"source":\s*("(?:[^"\\]|\\.)*")\s*,?\s*$')
+_EOL_RX = re.compile(r"\r\n|\r|\n")
+
+
+def _string_source(raw: str) -> Optional[str]:
+    """The value of a ``"source": "..."`` file line (a cell's source saved as one string), or None."""
+    m = _STRING_SOURCE_RX.match(raw)
+    if not m:
+        return None
+    try:
+        return json.loads(m.group(1))
+    except ValueError:
+        return None
+
+
+def _line_offset(text: str, line: int) -> int:
+    """Where the 1-based ``line`` of ``text`` starts (any line ending)."""
+    pos = 0
+    for _ in range(line - 1):
+        m = _EOL_RX.search(text, pos)
+        if m is None:
+            break
+        pos = m.end()
+    return pos
 
 
 def json_line(path: Path, cell_index: int, cell_line: int) -> int:
-    """The line of the .ipynb file that holds a cell's source line (for editors), else 1."""
+    """The line of the .ipynb file that holds a cell's source line (for editors), else 1: the
+    line's own JSON string, or the ``"source"`` line when the cell's source is one string."""
     try:
         lines = Path(path).read_text(encoding="utf-8-sig").split("\n")
     except (OSError, UnicodeDecodeError):
@@ -366,13 +400,21 @@ def json_line(path: Path, cell_index: int, cell_line: int) -> int:
             return want is not None and json.loads(text).rstrip("\n") == want
         except ValueError:
             return False
+
+    def holds_whole(i: int) -> bool:   # the file line i is a "source" string whose line cell_line is it
+        whole = _string_source(lines[i])
+        got = _source_lines(whole) if whole is not None else []
+        return want is not None and len(got) >= cell_line and got[cell_line - 1] == want
     seen = -1
     for i, ln in enumerate(lines):   # nbformat's layout: sorted keys, one source line per file line
         if re.match(r'^\s*"cell_type":', ln):
             seen += 1
         if seen == cell_index and re.match(r'^\s*"source":\s*\[\s*$', ln) and holds(i + cell_line):
             return i + 1 + cell_line
-    hits = [i for i in range(len(lines)) if holds(i)]   # another layout: the line, when it is unique
+        if seen == cell_index and holds_whole(i):
+            return i + 1
+    # another layout: the line, when it is unique
+    hits = [i for i in range(len(lines)) if holds(i) or holds_whole(i)]
     return hits[0] + 1 if len(hits) == 1 else 1
 
 
