@@ -134,6 +134,41 @@ def build(nb: dict) -> Virtual:
     return Virtual("\n".join(out) + "\n", tuple(cells))
 
 
+_ANSI_RX = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_TRACEBACK_HEAD = "Traceback (most recent call last)"
+
+
+def error_log(data: bytes) -> Optional[bytes]:
+    """A saved notebook read as a log: the traceback of each error output (as IPython showed it,
+    without colours), and the streams that hold a Python traceback (a ``!python train.py`` cell),
+    in the cells' order; None when ``data`` is not a notebook."""
+    nb = load_json(data)
+    if nb is None:
+        return None
+    parts = []
+    for cell in nb["cells"]:
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for out in outputs if isinstance(outputs, list) else ():
+            text = _output_text(out) if isinstance(out, dict) else ""
+            if text:
+                parts.append(_ANSI_RX.sub("", text).rstrip("\n") + "\n")
+    return "\n".join(parts).encode("utf-8", "replace")
+
+
+def _output_text(out: dict) -> str:
+    """The log text of one output: an error's traceback, a stream holding a traceback, else ''."""
+    if out.get("output_type") == "error":
+        tb = out.get("traceback")
+        if isinstance(tb, list) and tb:
+            return "\n".join(t for t in tb if isinstance(t, str))
+        return f"{out.get('ename') or 'Error'}: {out.get('evalue') or ''}"
+    if out.get("output_type") == "stream":
+        text = out.get("text")
+        text = "".join(t for t in text if isinstance(t, str)) if isinstance(text, list) else text
+        return text if isinstance(text, str) and _TRACEBACK_HEAD in text else ""
+    return ""
+
+
 def from_sources(sources: Sequence[Tuple[int, str]]) -> dict:
     """A notebook dict from (execution count, source) pairs: what a kernel's history holds."""
     return {"cells": [{"cell_type": "code", "execution_count": n, "metadata": {}, "outputs": [],
