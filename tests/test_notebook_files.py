@@ -222,3 +222,22 @@ def test_a_saved_notebook_log_reads_a_shell_cells_traceback_and_says_when_there_
     res = subprocess.run([sys.executable, "-m", "tracefix", "--format", "plain", "clean.ipynb"], capture_output=True,
                          env=_env(), timeout=120, cwd=tmp_path, text=True)
     assert res.returncode == 1 and "clean.ipynb: the notebook holds no error output" in res.stderr
+
+
+def test_a_witness_line_from_a_kernel_names_the_cell_not_the_kernels_file(tmp_path):
+    shutil.copy(NOTEBOOKS / "inplace_residual.ipynb", tmp_path / "inplace_residual.ipynb")
+    log = (NOTEBOOKS / "logs" / "inplace_residual.kernelpath.log").read_text(encoding="utf-8")
+    msg = log.rstrip("\n").rsplit("\n", 1)[1].split(": ", 1)[1]
+    summary = "'out' [16, 8] (output of relu) was changed in place by add_ at 3051976450.py:8 in 0 (Block)"
+    data = {"v": 1, "kind": "inplace-write", "exc": "RuntimeError", "msg": msg[:200], "summary": summary,
+            "sites": [{"role": "write", "path": "/tmp/ipykernel_4711/3051976450.py", "line": 8,
+                       "code": "out += x  # skip connection", "detail": "add_: version 0 -> 1", "module": "0"},
+                      {"role": "backward", "path": "/tmp/ipykernel_4711/2861953432.py", "line": 6,
+                       "code": "loss.backward()", "detail": "", "module": ""}]}
+    (tmp_path / "run.log").write_text(f"{log.rstrip()}\ntracefix-witness: {summary}\n"
+                                      f"tracefix-witness-data: {json.dumps(data)}\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "tracefix", "--format", "plain", "--no-patch", "--root", ".",
+                          "run.log"], capture_output=True, env=_env(), timeout=120, cwd=tmp_path, text=True)
+    assert ("The witness saw: 'out' [16, 8] (output of relu) was changed in place by add_ at "
+            "inplace_residual.ipynb, cell 3, line 8 in 0 (Block)") in res.stdout, res.stdout + res.stderr
+    assert "fix site:   inplace_residual.ipynb, cell 3, line 8" in res.stdout

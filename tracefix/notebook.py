@@ -329,7 +329,44 @@ def annotate(diag, root: Path):
             s = replace(s, reason=_cell_words(s.reason, v, s.path, s.cell))
         fix_sites.append(s)
     diag = replace(diag, crash_site=annotate_site(diag.crash_site, root), fix_sites=tuple(fix_sites))
-    return annotate_notes(diag)
+    return annotate_evidence(annotate_notes(diag), root)
+
+
+def annotate_evidence(diag, root: Path):
+    """The witness's words name the cells its notebook sites map to, as the sites do:
+    ``add_ at 3330693015.py:9`` (the kernel's file of a cell) -> ``add_ at nb.ipynb, cell 3, line 9``."""
+    ev = diag.traceback.evidence
+    places = _evidence_places(ev, root) if ev is not None else {}
+    if not places:
+        return diag
+
+    def words(text: str) -> str:
+        for rx, place in places.items():
+            text = rx.sub(place, text)
+        return text
+    ev = replace(ev, summary=words(ev.summary))
+    return replace(diag, traceback=replace(diag.traceback, evidence=ev), notes=tuple(words(n) for n in diag.notes),
+                   fix_sites=tuple(replace(s, reason=words(s.reason)) for s in diag.fix_sites))
+
+
+def _evidence_places(ev, root: Path) -> Dict["re.Pattern[str]", str]:
+    """``name:line`` as the witness writes a notebook site (its file's base name) -> the cell's place."""
+    from tracefix.frames import get_index, is_notebook_path, map_frame
+    from tracefix.records import Frame
+
+    out: Dict["re.Pattern[str]", str] = {}
+    for es in ev.sites:
+        if not (es.path and es.code and is_notebook_path(es.path)):
+            continue
+        m = map_frame(Frame(path=es.path, line=es.line, func="", code=es.code), root, get_index(root))
+        v = read_virtual(m.local_path) if m is not None and is_notebook(m.rel_path) else None
+        hit = v.at(m.line) if v is not None else None
+        if hit is None:
+            continue
+        base = re.split(r"[\\/]", es.path.strip())[-1]
+        rx = re.compile(r"(?<![\w.-])" + re.escape(f"{base}:{es.line}") + r"(?!\d)")
+        out[rx] = f"{m.rel_path}, cell {hit[0].index + 1}, line {hit[1]}"
+    return out
 
 
 def annotate_notes(diag):
