@@ -192,6 +192,19 @@ def test_extension_names_fix_cell_under_the_failing_cell(runs, name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_the_witness_line_names_cells_as_the_sites_do(runs, name):
+    """Not the kernel's file of a cell (``3330693015.py:9``): In [N], line L."""
+    outputs = runs[name]["kernel"]["cells"][CASES[name][2]]
+    kinds = [o["output_type"] for o in outputs]
+    text = _text(outputs[kinds.index("error") + 1:])              # the diagnosis, after IPython's traceback
+    seen = [ln for ln in text.splitlines() if "The witness saw:" in ln]
+    assert seen, text
+    assert not re.search(r"\d+\.py:\d|ipython-input|ipykernel", text), text
+    if name == "inplace_residual":
+        assert "by add_ at In [3], line 8" in seen[0], seen
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_tracefix_fix_yields_a_cell_that_runs(runs, name):
     fix, _, ran, _, _, fixed = CASES[name]
     k = runs[name]["kernel"]
@@ -314,5 +327,22 @@ def test_terminal_ipython_prints_plain_text_after_the_traceback(tmp_path):
     diag = out.index("inplace-modification: A tensor saved for backward")
     assert tb < diag                                                   # the normal traceback first
     assert "  fix site:   In [2], line 8" in out and "  crash site: In [4], line 6" in out  # load_ext: no In [N]
+    assert "  The witness saw: 'out' [16, 8] (output of relu) was changed in place by add_ at In [2], line 8" in out
     assert "+++ b/In [2]" in out and "+        out = out + x  # skip connection" in out
     assert out.split("=== AGAIN", 1)[1].count("fix site:   In [2], line 8") == 1
+
+
+def test_run_apply_verify_on_nbconvert_keeps_the_patch_when_the_kernel_reached_the_steps(tmp_path):
+    """The verify hook ends the kernel after the steps; nbconvert then fails ("Kernel died"): that is
+    tracefix's own doing, not the patched notebook's, so it is verified and the patch stays."""
+    nb = tmp_path / "inplace_residual.ipynb"
+    shutil.copy(NOTEBOOKS / "inplace_residual.ipynb", nb)
+    res = subprocess.run([sys.executable, "-m", "tracefix", "run", "--apply", "--verify", "--format", "json", "--",
+                          sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--stdout",
+                          nb.name], capture_output=True, env=_env(), cwd=tmp_path, timeout=600)
+    err = res.stderr.decode(errors="replace")
+    report = json.loads(res.stdout)
+    assert (res.returncode, report["verification"]) == (0, "verified"), err[-3000:]
+    assert report["applied"] == "inplace_residual.ipynb" and "restored" not in report
+    assert "out = out + x" in "".join(json.loads(nb.read_text(encoding="utf-8"))["cells"][2]["source"])
+    assert "tracefix: verified after 2 steps" in err and "Kernel died" in err

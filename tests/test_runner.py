@@ -417,3 +417,72 @@ def test_tracefix_starts_its_own_line_after_output_left_open_and_leaves_a_succes
     assert err.stderr.startswith(b"half a line\n")
     ok = tracefix_run(["--", sys.executable, "-c", "import sys; sys.stdout.write('done')"], tmp_path)
     assert ok.returncode == 0 and ok.stdout == b"done" and ok.stderr == b""
+
+
+# --- a verification whose steps were reached, in a process the command waits for -------------------
+NONSCALAR_TRAIN = """\
+import torch
+
+crit = torch.nn.MSELoss(reduction="none")
+x = torch.randn(4, 2, requires_grad=True)
+loss = crit(x, torch.zeros(4, 2))
+loss.backward()
+"""
+# Stands for `jupyter nbconvert --execute`: the first run's kernel crashes with the error; in the
+# verify run the kernel reaches the steps, the hook says so and ends it, and nbconvert then fails
+# on the dead kernel.  AGAIN: the error comes back in another process after the line.
+LAUNCHER = """\
+import os
+import sys
+
+crash = ("Traceback (most recent call last):\\n  File \\"%s\\", line 6, in <module>\\n    loss.backward()\\n"
+         "RuntimeError: grad can be implicitly created only for scalar outputs\\n" % os.path.abspath("train.py"))
+if os.environ.get("TRACEFIX_VERIFY_STEPS"):
+    sys.stderr.write("\\ntracefix: verified after 2 steps (2 backward passes, 2 optimizer steps ok)\\n")
+    sys.stderr.write(crash if os.environ.get("AGAIN") else "Traceback (most recent call last):\\n"
+                     "  File \\"/opt/nbclient/client.py\\", line 1009, in run\\n"
+                     "nbclient.exceptions.DeadKernelError: Kernel died\\n")
+else:
+    sys.stderr.write(crash)
+sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("again", [False, True], ids=["launcher-fails-after", "error-comes-back"])
+def test_verify_trusts_the_hooks_line_when_only_the_launcher_failed_after_it(tmp_path, again):
+    (tmp_path / "train.py").write_text(NONSCALAR_TRAIN)
+    (tmp_path / "launcher.py").write_text(LAUNCHER)
+    run = tracefix_run(["--apply", "--verify", "--no-witness", "--format", "json", "--root", str(tmp_path), "--",
+                        sys.executable, "launcher.py"], tmp_path, env=_env(AGAIN="1" if again else ""))
+    report = json.loads(run.stdout)
+    if again:       # the line alone does not hide an error that came back
+        assert run.returncode == 3 and report["verification"] == "still failing"
+        assert (tmp_path / "train.py").read_text() == NONSCALAR_TRAIN
+        return
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert report["verification"] == "verified" and report["applied"] == "train.py" and "restored" not in report
+    assert 'reduction="mean"' in (tmp_path / "train.py").read_text()       # the working patch stays
+    assert b"the patched training reached 2 optimizer steps; the command then exited with status 1" in run.stderr
+
+
+KERNEL_LIKE = """\
+import os, sys
+import sitecustomize                      # tracefix's hook (hook_env put its folder first)
+copy = os.dup(2)                          # what ipykernel does: keep the real stderr, point fd 2 elsewhere
+os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+class OutStream:
+    _original_stdstream_copy = copy
+    def write(self, text): pass           # to the notebook, over zmq: lost when the process ends
+    def flush(self): pass
+sys.stderr = OutStream()
+sitecustomize._end_verified(2, {"backward": 2, "step": 2})
+"""
+
+
+def test_verify_hook_line_reaches_the_real_stderr_of_a_jupyter_kernel(tmp_path):
+    (tmp_path / "kernel.py").write_text(KERNEL_LIKE)
+    out = subprocess.run([sys.executable, "kernel.py"], cwd=tmp_path, capture_output=True,
+                         env=_env(**hook_env(verify_steps=2)), timeout=TIMEOUT)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.startswith(b"\ntracefix: verified after 2 steps (2 backward passes, 2 optimizer steps ok); "
+                                 b"ending this Jupyter kernel now")

@@ -101,10 +101,27 @@ def _open_logs(logs: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
         if path.is_dir():
             raise Fail(f"{name}: is a directory, not a log file")
         try:
-            out.append((name, open(path, "rb")))
+            out.append((name, _notebook_log(name, path) if name.lower().endswith(".ipynb") else open(path, "rb")))
         except OSError as exc:
             raise Fail(f"{name}: cannot read: {exc.strerror or exc}{_command_hint(name, path)}") from None
     return out
+
+
+def _notebook_log(name: str, path: Path) -> BinaryIO:
+    """A saved notebook given as a log is read as the tracebacks of its error outputs, so that its
+    frames map to cells as a copied traceback's do (its raw JSON would show each error twice,
+    with escapes and no frames); a file that is not a notebook is read as it is."""
+    import io
+
+    from tracefix.notebook import error_log
+
+    data = path.read_bytes()
+    text = error_log(data)
+    if text is None:
+        return io.BytesIO(data)
+    if not text:
+        _err(f"tracefix: {name}: the notebook holds no error output")
+    return io.BytesIO(text)
 
 
 def _command_hint(name: str, path: Path) -> str:

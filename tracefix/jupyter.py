@@ -171,6 +171,19 @@ def cell_names(shell, text: str) -> str:
     return text
 
 
+def witness_names(shell, block: str) -> str:
+    """The witness's block with cell files named as in the traceback (``<ipython-input-N-tracefix>``),
+    so that its sites map to the session's cells by their execution count too."""
+    import json
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    for filename, number in names.items():
+        name = f"<ipython-input-{number}-tracefix>"
+        block = block.replace(json.dumps(filename)[1:-1], name)           # the data line's paths
+        base = re.escape(re.split(r"[\\/]", filename)[-1])
+        block = re.sub(r"(?<![\w.-])" + base + r":(?=\d)", name + ":", block)   # the summary's name:line
+    return block
+
+
 def _sources(shell) -> List[str]:
     hist = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
     if hist is None:
@@ -219,7 +232,7 @@ def _diagnose(state: _State, etype, value, tb) -> bool:
         try:
             block = state.witness.evidence_block(value)
             if block:
-                text = text.rstrip("\n") + "\n" + block.rstrip("\n") + "\n"
+                text = text.rstrip("\n") + "\n" + witness_names(shell, block).rstrip("\n") + "\n"
         except Exception:
             pass
     if state.entries is None:
@@ -280,11 +293,14 @@ def _for_display(report, hint: bool = False):
     for d in report.diagnoses:
         patches = tuple(replace(p, diff=_SESSION_DIFF.sub(r"In [\1]", p.diff)) for p in d.patches)
         notes = tuple(words(n) for n in d.notes)
+        tb = d.traceback
+        if tb.evidence is not None:     # the witness's summary names In [N] as the sites do
+            tb = replace(tb, evidence=replace(tb.evidence, summary=words(tb.evidence.summary)))
         if hint and d.entry_id == "inplace-modification":
             notes += ("Run `%tracefix anomaly on` and re-run the failing cells: torch then records the forward "
                       "call behind the modified tensor, and the fix site can be named.",)
         out.append(replace(d, crash_site=site(d.crash_site), fix_sites=tuple(site(s) for s in d.fix_sites),
-                           patches=patches, notes=notes))
+                           patches=patches, notes=notes, traceback=tb))
     return replace(report, diagnoses=tuple(out))
 
 

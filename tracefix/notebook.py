@@ -134,6 +134,41 @@ def build(nb: dict) -> Virtual:
     return Virtual("\n".join(out) + "\n", tuple(cells))
 
 
+_ANSI_RX = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_TRACEBACK_HEAD = "Traceback (most recent call last)"
+
+
+def error_log(data: bytes) -> Optional[bytes]:
+    """A saved notebook read as a log: the traceback of each error output (as IPython showed it,
+    without colours), and the streams that hold a Python traceback (a ``!python train.py`` cell),
+    in the cells' order; None when ``data`` is not a notebook."""
+    nb = load_json(data)
+    if nb is None:
+        return None
+    parts = []
+    for cell in nb["cells"]:
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for out in outputs if isinstance(outputs, list) else ():
+            text = _output_text(out) if isinstance(out, dict) else ""
+            if text:
+                parts.append(_ANSI_RX.sub("", text).rstrip("\n") + "\n")
+    return "\n".join(parts).encode("utf-8", "replace")
+
+
+def _output_text(out: dict) -> str:
+    """The log text of one output: an error's traceback, a stream holding a traceback, else ''."""
+    if out.get("output_type") == "error":
+        tb = out.get("traceback")
+        if isinstance(tb, list) and tb:
+            return "\n".join(t for t in tb if isinstance(t, str))
+        return f"{out.get('ename') or 'Error'}: {out.get('evalue') or ''}"
+    if out.get("output_type") == "stream":
+        text = out.get("text")
+        text = "".join(t for t in text if isinstance(t, str)) if isinstance(text, list) else text
+        return text if isinstance(text, str) and _TRACEBACK_HEAD in text else ""
+    return ""
+
+
 def from_sources(sources: Sequence[Tuple[int, str]]) -> dict:
     """A notebook dict from (execution count, source) pairs: what a kernel's history holds."""
     return {"cells": [{"cell_type": "code", "execution_count": n, "metadata": {}, "outputs": [],
@@ -294,7 +329,44 @@ def annotate(diag, root: Path):
             s = replace(s, reason=_cell_words(s.reason, v, s.path, s.cell))
         fix_sites.append(s)
     diag = replace(diag, crash_site=annotate_site(diag.crash_site, root), fix_sites=tuple(fix_sites))
-    return annotate_notes(diag)
+    return annotate_evidence(annotate_notes(diag), root)
+
+
+def annotate_evidence(diag, root: Path):
+    """The witness's words name the cells its notebook sites map to, as the sites do:
+    ``add_ at 3330693015.py:9`` (the kernel's file of a cell) -> ``add_ at nb.ipynb, cell 3, line 9``."""
+    ev = diag.traceback.evidence
+    places = _evidence_places(ev, root) if ev is not None else {}
+    if not places:
+        return diag
+
+    def words(text: str) -> str:
+        for rx, place in places.items():
+            text = rx.sub(place, text)
+        return text
+    ev = replace(ev, summary=words(ev.summary))
+    return replace(diag, traceback=replace(diag.traceback, evidence=ev), notes=tuple(words(n) for n in diag.notes),
+                   fix_sites=tuple(replace(s, reason=words(s.reason)) for s in diag.fix_sites))
+
+
+def _evidence_places(ev, root: Path) -> Dict["re.Pattern[str]", str]:
+    """``name:line`` as the witness writes a notebook site (its file's base name) -> the cell's place."""
+    from tracefix.frames import get_index, is_notebook_path, map_frame
+    from tracefix.records import Frame
+
+    out: Dict["re.Pattern[str]", str] = {}
+    for es in ev.sites:
+        if not (es.path and es.code and is_notebook_path(es.path)):
+            continue
+        m = map_frame(Frame(path=es.path, line=es.line, func="", code=es.code), root, get_index(root))
+        v = read_virtual(m.local_path) if m is not None and is_notebook(m.rel_path) else None
+        hit = v.at(m.line) if v is not None else None
+        if hit is None:
+            continue
+        base = re.split(r"[\\/]", es.path.strip())[-1]
+        rx = re.compile(r"(?<![\w.-])" + re.escape(f"{base}:{es.line}") + r"(?!\d)")
+        out[rx] = f"{m.rel_path}, cell {hit[0].index + 1}, line {hit[1]}"
+    return out
 
 
 def annotate_notes(diag):
@@ -340,18 +412,52 @@ def json_position(path: Path, cell_index: int, cell_line: int, col: int) -> Tupl
     line = json_line(path, cell_index, cell_line)
     try:
         raw = Path(path).read_text(encoding="utf-8-sig").split("\n")[line - 1]
-        source = json.loads(raw.strip().rstrip(","))
-    except (OSError, UnicodeDecodeError, ValueError, IndexError):
+    except (OSError, UnicodeDecodeError, IndexError):
         return line, col
+    whole = _string_source(raw)
+    if whole is not None:       # the cell's source as one string: the line starts inside it
+        source, start = whole, _line_offset(whole, cell_line)
+    else:
+        try:
+            source, start = json.loads(raw.strip().rstrip(",")), 0
+        except ValueError:
+            return line, col
     if not isinstance(source, str):
         return line, col
-    ascii_only = raw.isascii()
-    prefix = json.dumps(source[:col], ensure_ascii=ascii_only)[1:-1]
-    return line, raw.index('"') + 1 + len(prefix)
+    prefix = json.dumps(source[:start + col], ensure_ascii=raw.isascii())[1:-1]
+    value = raw.index('"', raw.index(":") + 1) if whole is not None else raw.index('"')
+    return line, value + 1 + len(prefix)
+
+
+_STRING_SOURCE_RX = re.compile(r'^\s*"source":\s*("(?:[^"\\]|\\.)*")\s*,?\s*$')
+_EOL_RX = re.compile(r"\r\n|\r|\n")
+
+
+def _string_source(raw: str) -> Optional[str]:
+    """The value of a ``"source": "..."`` file line (a cell's source saved as one string), or None."""
+    m = _STRING_SOURCE_RX.match(raw)
+    if not m:
+        return None
+    try:
+        return json.loads(m.group(1))
+    except ValueError:
+        return None
+
+
+def _line_offset(text: str, line: int) -> int:
+    """Where the 1-based ``line`` of ``text`` starts (any line ending)."""
+    pos = 0
+    for _ in range(line - 1):
+        m = _EOL_RX.search(text, pos)
+        if m is None:
+            break
+        pos = m.end()
+    return pos
 
 
 def json_line(path: Path, cell_index: int, cell_line: int) -> int:
-    """The line of the .ipynb file that holds a cell's source line (for editors), else 1."""
+    """The line of the .ipynb file that holds a cell's source line (for editors), else 1: the
+    line's own JSON string, or the ``"source"`` line when the cell's source is one string."""
     try:
         lines = Path(path).read_text(encoding="utf-8-sig").split("\n")
     except (OSError, UnicodeDecodeError):
@@ -366,13 +472,21 @@ def json_line(path: Path, cell_index: int, cell_line: int) -> int:
             return want is not None and json.loads(text).rstrip("\n") == want
         except ValueError:
             return False
+
+    def holds_whole(i: int) -> bool:   # the file line i is a "source" string whose line cell_line is it
+        whole = _string_source(lines[i])
+        got = _source_lines(whole) if whole is not None else []
+        return want is not None and len(got) >= cell_line and got[cell_line - 1] == want
     seen = -1
     for i, ln in enumerate(lines):   # nbformat's layout: sorted keys, one source line per file line
         if re.match(r'^\s*"cell_type":', ln):
             seen += 1
         if seen == cell_index and re.match(r'^\s*"source":\s*\[\s*$', ln) and holds(i + cell_line):
             return i + 1 + cell_line
-    hits = [i for i in range(len(lines)) if holds(i)]   # another layout: the line, when it is unique
+        if seen == cell_index and holds_whole(i):
+            return i + 1
+    # another layout: the line, when it is unique
+    hits = [i for i in range(len(lines)) if holds(i) or holds_whole(i)]
     return hits[0] + 1 if len(hits) == 1 else 1
 
 

@@ -21,7 +21,9 @@ What it does:
    whose fix sites come from the forward trace, replaces the first one.
 5. ``--apply`` writes the recommended patches; ``--verify`` then re-runs COMMAND with
    ``TRACEFIX_VERIFY_STEPS=N``, which ends it cleanly once N backward passes and N optimizer
-   steps succeeded.  The verdict is ``verified``, ``still failing`` (the same error id again),
+   steps succeeded.  The verdict is ``verified`` (also when the command then fails only because
+   the hook ended the process that trained, e.g. nbconvert's "Kernel died": the hook's
+   ``tracefix: verified after`` line is in the output, and no known error is), ``still failing`` (the same error id again),
    ``new error`` (another crash, diagnosed and shown) or ``not run``.
 
 Exit status:
@@ -687,6 +689,13 @@ def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witne
                 "without the error, over fewer steps than --verify asks for")
         return "verified", None, outcome, ""
     after = _diagnose(outcome.tail, entries, root)
+    if VERIFIED_MARKER in outcome.tail and not after.diagnoses:
+        # The hook reached the steps and ended its process; what failed after is the command
+        # noticing that end (nbconvert's "Kernel died"), not the patched training.
+        return "verified", None, outcome, (
+            f"the patched training reached {steps} optimizer steps; the command then exited with status "
+            f"{outcome.exit_code} because --verify ended the process that trained (a Jupyter kernel, or a "
+            "child process the command waited for)")
     before = {d.entry_id for d in report.diagnoses}
     if any(d.entry_id in before for d in after.diagnoses):
         return "still failing", after, outcome, _one_line(after, outcome)

@@ -19,7 +19,9 @@ Python interpreter started with that environment (``python train.py``, ``python 
     ``tracefix-witness-data: {json}`` line that name the culprit (see docs/witness.md).
 ``TRACEFIX_VERIFY_STEPS=N``
     once N backward passes and N optimizer steps have succeeded, print
-    ``tracefix: verified after N steps`` on stderr and end the process with status 0.
+    ``tracefix: verified after N steps`` on stderr (in a Jupyter kernel: the kernel's own stderr,
+    not the notebook's) and end the process with status 0.  ``tracefix run --verify`` trusts that
+    line when the command then fails with no known error (nbconvert's "Kernel died").
 
 Interpreters started with ``-I``, ``-E`` or ``-S`` ignore ``PYTHONPATH`` or ``site``, and so
 these hooks.

@@ -55,29 +55,47 @@ def _set_anomaly(torch):
         torch.autograd.set_detect_anomaly(True)
 
 
+def _stderr_fd():
+    """The fd whose bytes reach whoever reads this process's stderr.
+
+    In a Jupyter kernel, fd 2 feeds a pipe that a thread of ipykernel forwards to the notebook (a
+    line written there is lost when the process ends right after); its ``sys.stderr.fileno()`` is
+    a copy of the kernel's original stderr, which the command that started the kernel reads.
+    """
+    copy = getattr(_sys.stderr, "_original_stdstream_copy", None)
+    return copy if isinstance(copy, int) and copy >= 0 else 2
+
+
+def _end_verified(steps, counts):
+    """Say that the steps were reached (``tracefix run`` trusts this line, see runner._verify), then
+    end the process with status 0.  A Jupyter kernel ends too (the point is to stop training
+    early); the client that waits for it then fails ("Kernel died"), which the line explains."""
+    for stream in (_sys.stdout, _sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+    fd = _stderr_fd()
+    text = ("\ntracefix: verified after %d steps (%d backward passes, %d optimizer steps ok)%s\n"
+            % (steps, counts["backward"], counts["step"],
+               "; ending this Jupyter kernel now (its client will say that the kernel died)" if fd != 2 else ""))
+    try:
+        _os.write(fd, text.encode())
+    except Exception:
+        pass
+    _os._exit(0)
+
+
 def _install_verify(torch, steps):
     """End the process cleanly once ``steps`` backward passes and optimizer steps have succeeded."""
     import functools
 
     counts = {"backward": 0, "step": 0}
 
-    def finish():
-        try:
-            if _sys.stdout is not None:
-                _sys.stdout.flush()
-        except Exception:
-            pass
-        try:
-            _sys.stderr.write("\ntracefix: verified after %d steps (%d backward passes, %d optimizer steps ok)\n"
-                              % (steps, counts["backward"], counts["step"]))
-            _sys.stderr.flush()
-        except Exception:
-            pass
-        _os._exit(0)
-
     def check():
         if counts["backward"] >= steps and counts["step"] >= steps:
-            finish()
+            _end_verified(steps, counts)
 
     # Tensor.backward calls torch.autograd.backward (looked up at call time): wrapping the
     # function counts both forms once.
