@@ -295,3 +295,11 @@ def test_still_failing_has_new_error_in_json_and_no_different_error_in_plain(tmp
     assert plain.returncode == 3
     assert "verification: still failing" in out and "different error" not in out
     assert out.rstrip().splitlines()[-1] == "exit code: 3"
+
+
+def test_run_quickfix_keeps_the_commands_output_off_stdout(tmp_path):
+    # stdout holds only `path:line:col: ...` lines for the editor; the command's lines go to stderr
+    (tmp_path / "loud.py").write_text("for i in range(200):\n    print('line', i)\nraise SystemExit(4)\n")
+    r = tracefix("run", "--format", "quickfix", "--", sys.executable, "loud.py", cwd=tmp_path)
+    assert r.returncode == 4
+    assert b"line 199" not in r.stdout and b"line 199" in r.stderr

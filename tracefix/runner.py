@@ -539,7 +539,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     if not cmd:
         _note("error: no command given (tracefix run [OPTIONS] -- COMMAND ...)")
         return 2
-    to_stderr = fmt == "json"
+    to_stderr = fmt in ("json", "quickfix")   # their stdout is for a program: the command's output goes aside
     show = dict(fmt=fmt, entries=entries, color=color, root=root)
     extra: Dict[str, object] = {"applied": "nothing"} if apply else {}
     if verify or fmt == "json":
