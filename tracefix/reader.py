@@ -56,7 +56,8 @@ _TIMESTAMP = re.compile(
 _PYTEST_E = re.compile(r"^E {1,8}")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _FENCED_LINE = re.compile(r"^\s*(```|~~~)(?P<inner>.*\S.*?)\1\s*$")   # ```RuntimeError: ...``` on one line
-_QUOTE = re.compile(r"^\s*>(?: |$)")
+# e-mail/markdown quoting: any run of ">" markers (">", "> >", ">>"), then the space that belongs to it
+_QUOTE = re.compile(r"^[ \t]*(?P<marks>>(?:[ \t]*>)*)(?P<space>[ \t]?)")
 
 # --- structure ------------------------------------------------------------------------------
 _FILE = re.compile(r'^(?P<ind>\s*)File "(?P<path>[^"]{1,1000})", line (?P<line>\d+)(?:, in (?P<func>.*))?$')
@@ -100,6 +101,22 @@ def clean_line(text: str) -> str:
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI.sub("", text)
     return _CONTROL.sub("", text).rstrip()
+
+
+def _unquote(text: str, block: Optional[Tuple[int, bool]]) -> Tuple[str, Optional[Tuple[int, bool]]]:
+    """``text`` without its quote markers, and the quoting of the traceback block being read
+    ((depth, whether a space follows the markers), set by a quoted header line).  Inside a block
+    the space after the markers is stripped only if the header had one, so that every line keeps
+    its indentation relative to the others (frames vs. their code lines)."""
+    m = _QUOTE.match(text)
+    if m is None:
+        return text, (block if not text.strip() else None)   # an unquoted line ends the block
+    depth = m.group("marks").count(">")
+    if HEADER in text:
+        block = (depth, bool(m.group("space")))
+    if block is not None and block == (depth, False):
+        return text[m.end("marks"):], block
+    return text[m.end():], block
 
 
 def split_prefix(text: str) -> Tuple[Optional[int], str]:
@@ -872,6 +889,7 @@ def read_tracebacks(
             p = parsers[rank] = _RankParser(rank, bare)
         return p
 
+    quoted: Optional[Tuple[int, bool]] = None   # the quoting of the traceback block being read
     file_size = _regular_file(stream, seek_min)
     if file_size is None:
         windows = _windows(stream, NEEDLES, chunk_size)
@@ -889,14 +907,12 @@ def read_tracebacks(
             for offset, raw in enumerate(_lines(chunk)):
                 if idle and not _maybe(raw) and (bare is None or not bare(raw)):
                     continue  # fast path: an ordinary log line while no traceback is open
-                text = clean_line(raw)
+                text, quoted = _unquote(clean_line(raw), quoted)
                 if _FENCE.match(text):
                     fenced = _FENCED_LINE.match(text)
                     if fenced is None:
                         continue
                     text = fenced.group("inner")
-                if _QUOTE.match(text):
-                    text = _QUOTE.sub("", text, count=1)
                 rank, text, stamped = _split_prefix(text)
                 parser(rank).feed(text, first_line + offset, stamped)
                 idle = _all_idle(parsers)
