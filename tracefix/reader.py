@@ -59,6 +59,10 @@ _FENCED_LINE = re.compile(r"^\s*(```|~~~)(?P<inner>.*\S.*?)\1\s*$")   # ```Runti
 # e-mail/markdown quoting: any run of ">" markers (">", "> >", ">>"), then the space that belongs to it
 _QUOTE = re.compile(r"^[ \t]*(?P<marks>>(?:[ \t]*>)*)(?P<space>[ \t]?)")
 
+# a line-number column (`cat -n`, `grep -n`, `nl`, an editor or pager): "    11\t", "11: ", "  11 | "
+_NUMBERED = re.compile(r"^ *(\d{1,9})(?:(\t)|(:)(?!\d) ?| ?([|│]) ?)")
+_CONTEXT = 2                 # lines either side that tell a numbering from a number in the output
+
 # --- structure ------------------------------------------------------------------------------
 _FILE = re.compile(r'^(?P<ind>\s*)File "(?P<path>[^"]{1,1000})", line (?P<line>\d+)(?:, in (?P<func>.*))?$')
 _IPY_FILE = re.compile(r"^(?P<ind>\s*)File (?P<path>[^\s\"].{0,1000}?):(?P<line>\d+), in (?P<func>.*)$")
@@ -110,13 +114,66 @@ def _unquote(text: str, block: Optional[Tuple[int, bool]]) -> Tuple[str, Optiona
     its indentation relative to the others (frames vs. their code lines)."""
     m = _QUOTE.match(text)
     if m is None:
-        return text, (block if not text.strip() else None)   # an unquoted line ends the block
+        return text, (block if block is not None and not text.strip() else None)   # an unquoted line ends it
     depth = m.group("marks").count(">")
     if HEADER in text:
         block = (depth, bool(m.group("space")))
     if block is not None and block == (depth, False):
         return text[m.end("marks"):], block
     return text[m.end():], block
+
+
+def _number(line: str) -> Optional[Tuple[int, str]]:
+    """(number, style) of a line-number prefix, or None."""
+    m = _NUMBERED.match(line)
+    return None if m is None else (int(m.group(1)), m.group(2) or m.group(3) or m.group(4))
+
+
+def _numbering(lines: Sequence[str], k: int) -> int:
+    """Length of the line-number prefix of ``lines[k]``, or 0: a prefix counts only when it is
+    one of three consecutive lines numbered n, n+1, n+2 in the same style (a number that is part
+    of the output, or a rank label such as srun's "0: ", repeats or stands alone)."""
+    line = lines[k]
+    if not line.lstrip(" ")[:1].isdigit():    # (cheaper than the match, on most lines)
+        return 0
+    m = _NUMBERED.match(line)
+    if m is None:
+        return 0
+    n, style = int(m.group(1)), m.group(2) or m.group(3) or m.group(4)
+
+    def has(j: int) -> bool:
+        return 0 <= j < len(lines) and _number(lines[j]) == (n + j - k, style)
+
+    if has(k - 1) and (has(k - 2) or has(k + 1)) or has(k + 1) and has(k + 2):
+        return m.end()
+    return 0
+
+
+def _in_context(windows: Iterable[Tuple[int, Optional[bytes]]], held: List[str]
+                ) -> Iterator[Tuple[int, Optional[List[str]], int, int]]:
+    """``(number of lines[lo], lines, lo, hi)`` per parsed chunk: ``lines[lo:hi]`` are to be read,
+    with up to ``_CONTEXT`` lines either side for ``_numbering`` (a chunk's last lines wait in
+    ``held`` for the next chunk, so results do not depend on where chunks were cut).
+    ``(n, None, 0, 0)`` marks a gap."""
+    before: List[str] = []
+    held_no = 0
+    for first_line, chunk in windows:
+        if chunk is None:
+            if held:
+                yield held_no, before + held, len(before), len(before) + len(held)
+            before, held[:] = [], []
+            yield first_line, None, 0, 0
+            continue
+        start = held_no if held else first_line
+        lines = before + held + _lines(chunk)
+        lo = len(before)
+        hi = max(lo, len(lines) - _CONTEXT)
+        if hi > lo:
+            yield start, lines, lo, hi
+        before, held[:] = lines[max(0, hi - _CONTEXT):hi], lines[hi:]
+        held_no = start + hi - lo
+    if held:
+        yield held_no, before + held, len(before), len(before) + len(held)
 
 
 def split_prefix(text: str) -> Tuple[Optional[int], str]:
@@ -890,31 +947,35 @@ def read_tracebacks(
         return p
 
     quoted: Optional[Tuple[int, bool]] = None   # the quoting of the traceback block being read
+    held: List[str] = []                        # lines read but not yet fed (see _in_context)
     file_size = _regular_file(stream, seek_min)
     if file_size is None:
         windows = _windows(stream, NEEDLES, chunk_size)
     else:
+        # a held line may open a traceback: read on as if it did
         windows = _file_windows(stream, chunk_size, file_size,
-                                lambda: any(p.cur is not None for p in parsers.values()))
-    for first_line, chunk in windows:
-        if chunk is None:
+                                lambda: any(p.cur is not None for p in parsers.values()) or any(map(_maybe, held)))
+    for first_line, lines, lo, hi in _in_context(windows, held):
+        if lines is None:
             for p in parsers.values():
                 p.gap()
                 yield from p.out
                 p.out.clear()
         else:
             idle = _all_idle(parsers)           # changes only when a line is fed
-            for offset, raw in enumerate(_lines(chunk)):
+            for k in range(lo, hi):
+                raw = lines[k]
                 if idle and not _maybe(raw) and (bare is None or not bare(raw)):
                     continue  # fast path: an ordinary log line while no traceback is open
-                text, quoted = _unquote(clean_line(raw), quoted)
+                cut = _numbering(lines, k)
+                text, quoted = _unquote(clean_line(raw[cut:] if cut else raw), quoted)
                 if _FENCE.match(text):
                     fenced = _FENCED_LINE.match(text)
                     if fenced is None:
                         continue
                     text = fenced.group("inner")
                 rank, text, stamped = _split_prefix(text)
-                parser(rank).feed(text, first_line + offset, stamped)
+                parser(rank).feed(text, first_line + k - lo, stamped)
                 idle = _all_idle(parsers)
         if spilled:
             yield from spilled
