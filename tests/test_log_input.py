@@ -1,10 +1,16 @@
 """Log input as users paste it: quoted, numbered, followed by the program's own output, repeated."""
 import io
+import json
 import textwrap
 
 import pytest
 
+from conftest import run_tracefix
+from tracefix.knowledge import load_entries
+from tracefix.pipeline import collect
 from tracefix.reader import read_tracebacks
+
+ENTRIES = load_entries()
 
 TB = textwrap.dedent('''\
     Traceback (most recent call last):
@@ -71,3 +77,69 @@ def test_a_lone_number_and_rank_labels_are_kept():
     a, b = ([f"{r}: {ln}" for ln in TB.splitlines()] for r in (0, 1))
     tbs = read("\n".join(x for pair in zip(a, b) for x in pair) + "\n")
     assert sorted(t.rank for t in tbs) == [0, 1] and all(len(t.frames) == 3 for t in tbs)
+
+
+# --- what the program prints after an exception ------------------------------------------------
+VALUE = textwrap.dedent('''\
+    Traceback (most recent call last):
+      File "/data/loader.py", line 3, in load
+        x = parse(row)
+    ValueError: could not convert string to float: 'row'
+    ''')
+
+
+@pytest.mark.parametrize("tail", ["step 1\n", "step 1\nepoch done\n", "epoch 3 loss 0.52\n", "loss: 0.5012\n",
+                                  "iter=100\nTraceback (most recent call last):\n"])
+@pytest.mark.parametrize("log", [TB, VALUE], ids=["known", "unknown"])
+def test_the_programs_next_output_is_not_part_of_the_message(log, tail):
+    first = read(log)[0].message
+    assert read(log + tail)[0].message == first
+
+
+CUDA = ("RuntimeError: CUDA error: device-side assert triggered\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect.\n"
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+STATE_DICT = ("RuntimeError: Error(s) in loading state_dict for Net:\n"
+              '\tMissing key(s) in state_dict: "fc.weight", "fc.bias".\n'
+              '\tUnexpected key(s) in state_dict: "head.weight".\n')
+JIT = "RuntimeError:\nExpected a default value of type Tensor on parameter \"x\".\n"
+
+
+@pytest.mark.parametrize("message", [CUDA, STATE_DICT, JIT], ids=["cuda", "state_dict", "jit"])
+def test_real_multiline_messages_are_kept(message):
+    text = TB.replace("RuntimeError: grad can be implicitly created only for scalar outputs\n", message)
+    want = "\n".join(ln.strip() for ln in message.split(":", 1)[1].strip().split("\n"))
+    assert read(text + "step 1\n")[0].message == want
+
+
+def report(text):
+    return collect(io.BytesIO(text.encode("utf-8")), ENTRIES)
+
+
+def test_a_line_the_reader_keeps_does_not_split_or_change_the_diagnosis():
+    """Whatever follows a message whose first line is the whole error is not the error's: the same
+    traceback followed by two different lines is one diagnosis, shown with its one line."""
+    r = report(TB + "Saving checkpoint to ckpt-1.pt\n" + TB + "Saving checkpoint to ckpt-2.pt\n")
+    assert [(d.entry_id, d.traceback.message) for d in r.diagnoses] == \
+        [("nonscalar-backward", "grad can be implicitly created only for scalar outputs")]
+    r = report(VALUE + "Saving checkpoint to ckpt-1.pt\n" + VALUE + "Saving checkpoint to ckpt-2.pt\n")
+    assert [(t, m.split("\n")[0]) for t, m in r.unrecognized] == [("ValueError", "could not convert string to float: 'row'")]
+
+
+def test_a_continuation_that_carries_fields_stays_in_the_message():
+    wrapped = TB.replace("scalar outputs\n", "real scalar outputs but got\ntorch.complex64\n")
+    (d,) = report(wrapped).diagnoses
+    assert d.field("dtype") == "torch.complex64"
+    assert d.traceback.message == "grad can be implicitly created only for real scalar outputs but got\ntorch.complex64"
+
+
+def test_cli_two_tracebacks_each_followed_by_a_step_line(tmp_path):
+    log = tmp_path / "two.log"
+    log.write_text("step 0\n" + TB + "step 1\n" + TB + "step 2\n")
+    out = json.loads(run_tracefix("--no-patch", "--format", "json", "--root", tmp_path, log).stdout)
+    assert [d["exception"]["message"] for d in out["diagnoses"]] == ["grad can be implicitly created only for scalar outputs"]
+    log.write_text(VALUE + "step 1\nepoch done\n")
+    lines = run_tracefix("--no-patch", "--format", "plain", "--root", tmp_path, log).stdout.decode().splitlines()
+    assert "unrecognized: ValueError: could not convert string to float: 'row'" in lines

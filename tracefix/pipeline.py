@@ -23,23 +23,31 @@ class Report:
     unrecognized: Tuple[Tuple[str, str], ...]   # (exception type, message) of unknown errors
 
 
-def _key(tb: Traceback, entry_id: str) -> tuple:
+def _first_line(message: str) -> str:
+    """What tells two messages apart: the first line (the lines after it may be the program's
+    next output, glued on by the reader)."""
+    return normalize(message.split("\n", 1)[0])[:500]
+
+
+def _key(diag: Diagnosis) -> tuple:
     # Ranks print the same stack from different hosts/containers: compare base names only.
+    tb = diag.traceback
     frames = tuple((f.path.replace("\\", "/").rsplit("/", 1)[-1], f.line) for f in tb.frames)
-    return (entry_id, normalize(tb.message), frames)
+    return (diag.entry_id, diag.fields, _first_line(tb.message), frames)
 
 
 def collect(stream: BinaryIO, entries: Sequence[Entry]) -> Report:
     """Read and match everything in ``stream``; identical errors from several ranks collapse."""
     found: Dict[tuple, Diagnosis] = {}
-    unknown: Dict[Tuple[str, str], None] = {}
+    unknown: Dict[Tuple[str, str], str] = {}
     for tb in read_tracebacks(stream, BareMessage(entries)):
         diag = match(tb, entries)
         if diag is None:
             if tb.exc_type and len(unknown) < MAX_UNRECOGNIZED:
-                unknown.setdefault((tb.exc_type, normalize(tb.message)[:500]), None)
+                lines = "\n".join(normalize(ln) for ln in tb.message.split("\n"))
+                unknown.setdefault((tb.exc_type, _first_line(tb.message)), lines[:500])
             continue
-        key = _key(tb, diag.entry_id)
+        key = _key(diag)
         seen = found.get(key)
         if seen is None:
             if len(found) < MAX_DIAGNOSES:
@@ -50,14 +58,14 @@ def collect(stream: BinaryIO, entries: Sequence[Entry]) -> Report:
                               or (diag.traceback.evidence and not seen.traceback.evidence)) else seen
             found[key] = replace(better, ranks=ranks, confidence=max(seen.confidence, diag.confidence))
     diagnoses = _drop_weaker_duplicates(list(found.values()))
-    return Report(tuple(diagnoses), tuple(unknown))
+    return Report(tuple(diagnoses), tuple((t, m) for (t, _first), m in unknown.items()))
 
 
 def _drop_weaker_duplicates(diags: List[Diagnosis]) -> List[Diagnosis]:
     """A bare message that repeats a full traceback's error adds nothing: keep the traceback."""
-    full = {(d.entry_id, normalize(d.traceback.message)) for d in diags if d.traceback.frames}
+    full = {(d.entry_id, _first_line(d.traceback.message)) for d in diags if d.traceback.frames}
     return [d for d in diags
-            if d.traceback.frames or (d.entry_id, normalize(d.traceback.message)) not in full]
+            if d.traceback.frames or (d.entry_id, _first_line(d.traceback.message)) not in full]
 
 
 def locate_all(report: Report, entries: Sequence[Entry], root: Path, search: Optional[bool] = None) -> Report:
@@ -136,9 +144,13 @@ def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patch
     """Several logs' reports as one, located (and patched when asked)."""
     diags: List[Diagnosis] = []
     unknown: List[Tuple[str, str]] = []
+    seen = set()
     for r in reports:
         diags += r.diagnoses
-        unknown += [u for u in r.unrecognized if u not in unknown]
+        for t, m in r.unrecognized:
+            if (t, _first_line(m)) not in seen:
+                seen.add((t, _first_line(m)))
+                unknown.append((t, m))
     report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root, search)
     # libcst costs ~0.1-0.3 s to import: only pay for it when there is a site to patch
     if patches and any(d.fix_sites for d in report.diagnoses):

@@ -88,6 +88,9 @@ _ANOMALY = re.compile(
     r"Traceback of forward call that (?:caused the error|induced the previous calculation):?"
 )
 _WORDY = re.compile(r"[A-Za-z]{2}")   # a message continuation line has words, not binary debris
+# how a training loop reports progress ("step 1", "epoch 3 loss 0.52", "loss: 0.5", "iter=100")
+_PROGRESS = re.compile(r"^[A-Za-z_][\w-]*(?:[ \t]+|[ \t]*=[ \t]*|:[ \t]+)[-+]?\.?\d[\w.%/+-]*[,:;]?(?:[ \t]|$)")
+_SENTENCE_END = (".", "!", "?")
 _REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
 # a new log record, not more of an exception's message: timestamps, glog, banners, progress bars,
 # and the lines tools print as a run ends (wandb, logging's default format, Slurm, "Exception ignored")
@@ -572,6 +575,25 @@ class _Builder:
         )
 
 
+def _continues(cur: _Builder, text: str, stripped: str) -> bool:
+    """Whether a line after an exception's message is more of it.  Python prints a multi-line
+    message verbatim, so this is a judgement on the line's shape: details indented under the
+    exception line, text after an empty message or after a line ending in ':', the rest of a
+    hard-wrapped sentence and whole sentences (CUDA's "CUDA kernel errors might be asynchronously
+    reported ...") are; a short progress line ("step 1", "epoch 3 loss 0.52") and a phrase after
+    a finished sentence are the program's next output."""
+    if not cur.message or _indent(text) > cur.base_indent:
+        return True
+    last = cur.message[-1]
+    if last.endswith(":"):
+        return True
+    if _PROGRESS.match(stripped) and len(stripped.split()) <= 4:
+        return False
+    if last.endswith(_SENTENCE_END):
+        return stripped[:1].isupper() and len(stripped.split()) >= 3
+    return True
+
+
 @record
 class _Anomaly:
     node: Optional[str]
@@ -849,7 +871,7 @@ class _RankParser:
             if _LOGLINE.match(text) or _FENCE.match(text) or (self.stamped and not self.cur.stamped):
                 self._emit()          # a new log record, not more of the message
             elif (_indent(text) >= self.cur.base_indent and _WORDY.search(stripped) and "\ufffd" not in stripped
-                  and self.cur.add_message(stripped)):
+                  and _continues(self.cur, text, stripped) and self.cur.add_message(stripped)):
                 return
             else:
                 self._emit()
