@@ -143,3 +143,30 @@ def test_cli_two_tracebacks_each_followed_by_a_step_line(tmp_path):
     log.write_text(VALUE + "step 1\nepoch done\n")
     lines = run_tracefix("--no-patch", "--format", "plain", "--root", tmp_path, log).stdout.decode().splitlines()
     assert "unrecognized: ValueError: could not convert string to float: 'row'" in lines
+
+
+# --- the same traceback many times, and more errors than are listed ------------------------------
+def test_identical_tracebacks_collapse_into_one_diagnosis_with_a_count():
+    (d,) = report((TB + "step 1\n") * 1000).diagnoses
+    assert d.notes[0] == "seen 1000 times in the log (identical tracebacks are shown once)"
+    per_rank = report("".join(f"[rank{r}]: {ln}\n" for r in (0, 1) for ln in TB.splitlines()))
+    (d,) = per_rank.diagnoses
+    assert d.ranks == (0, 1) and not d.notes          # once per rank: the ranks line says it
+
+
+def test_a_cut_list_says_how_many_more(tmp_path):
+    known = "".join(TB.replace("line 41", f"line {i}") for i in range(1, 61))       # 60 distinct errors
+    unknown = "".join(VALUE.replace("'row'", f"'row{i}'") for i in range(60))
+    log = tmp_path / "many.log"
+    log.write_text(known + unknown + known)
+    args = ("--no-patch", "--root", tmp_path, log)
+    out = json.loads(run_tracefix("--format", "json", *args).stdout)
+    assert (len(out["diagnoses"]), len(out["unrecognized"])) == (50, 50)
+    assert out["omitted"] == {"diagnoses": 10, "unrecognized": 10}
+    for fmt in ("plain", "rich"):
+        text = run_tracefix("--format", fmt, *args).stdout.decode()
+        assert "and 10 more diagnoses" in text and "unrecognized: and 10 more" in text
+    log.write_text(TB)
+    assert json.loads(run_tracefix("--format", "json", *args).stdout)["omitted"] == {"diagnoses": 0, "unrecognized": 0}
+    lines = run_tracefix("--format", "plain", *args).stdout.decode().splitlines()
+    assert not any(ln.startswith(("and ", "unrecognized: and ")) for ln in lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import gc
 import os
 from pathlib import Path
-from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, List, Optional, Sequence, Set, Tuple
 
 from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
@@ -15,12 +15,15 @@ from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Traceback
 
 MAX_DIAGNOSES = 50
 MAX_UNRECOGNIZED = 50
+MAX_COUNTED = 100_000        # distinct errors past those caps that are counted (bounded memory)
 
 
 @record(frozen=True)
 class Report:
     diagnoses: Tuple[Diagnosis, ...]
     unrecognized: Tuple[Tuple[str, str], ...]   # (exception type, message) of unknown errors
+    more_diagnoses: int = 0      # distinct known errors past MAX_DIAGNOSES, not shown
+    more_unrecognized: int = 0   # distinct unknown errors past MAX_UNRECOGNIZED, not shown
 
 
 def _first_line(message: str) -> str:
@@ -37,28 +40,58 @@ def _key(diag: Diagnosis) -> tuple:
 
 
 def collect(stream: BinaryIO, entries: Sequence[Entry]) -> Report:
-    """Read and match everything in ``stream``; identical errors from several ranks collapse."""
+    """Read and match everything in ``stream``; identical errors (from several ranks, or repeated)
+    collapse into one, which says how often it was seen; what is past the caps is counted."""
     found: Dict[tuple, Diagnosis] = {}
+    counts: Dict[tuple, int] = {}
     unknown: Dict[Tuple[str, str], str] = {}
+    past_found: Set[int] = set()
+    past_unknown: Set[int] = set()
     for tb in read_tracebacks(stream, BareMessage(entries)):
         diag = match(tb, entries)
         if diag is None:
-            if tb.exc_type and len(unknown) < MAX_UNRECOGNIZED:
-                lines = "\n".join(normalize(ln) for ln in tb.message.split("\n"))
-                unknown.setdefault((tb.exc_type, _first_line(tb.message)), lines[:500])
+            if tb.exc_type:
+                _add_unknown(unknown, past_unknown, tb)
             continue
         key = _key(diag)
         seen = found.get(key)
         if seen is None:
             if len(found) < MAX_DIAGNOSES:
-                found[key] = diag
+                found[key], counts[key] = diag, 1
+            else:
+                _count_past(past_found, key)
         else:
+            counts[key] += 1
             ranks = tuple(sorted(set(seen.ranks) | set(diag.ranks)))
             better = diag if ((diag.traceback.anomaly_frames and not seen.traceback.anomaly_frames)
                               or (diag.traceback.evidence and not seen.traceback.evidence)) else seen
             found[key] = replace(better, ranks=ranks, confidence=max(seen.confidence, diag.confidence))
-    diagnoses = _drop_weaker_duplicates(list(found.values()))
-    return Report(tuple(diagnoses), tuple((t, m) for (t, _first), m in unknown.items()))
+    diagnoses = _drop_weaker_duplicates([_with_count(d, counts[k]) for k, d in found.items()])
+    return Report(tuple(diagnoses), tuple((t, m) for (t, _first), m in unknown.items()),
+                  len(past_found), len(past_unknown))
+
+
+def _add_unknown(unknown: Dict[Tuple[str, str], str], past: Set[int], tb: Traceback) -> None:
+    key = (tb.exc_type or "", _first_line(tb.message))
+    if key in unknown:
+        return
+    if len(unknown) < MAX_UNRECOGNIZED:
+        unknown[key] = "\n".join(normalize(ln) for ln in tb.message.split("\n"))[:500]
+    else:
+        _count_past(past, key)
+
+
+def _count_past(past: Set[int], key: tuple) -> None:
+    """Count a distinct error past a cap: its hash only, and at most MAX_COUNTED of them."""
+    if len(past) < MAX_COUNTED:
+        past.add(hash(key))
+
+
+def _with_count(d: Diagnosis, n: int) -> Diagnosis:
+    """``d`` with a note saying how often it was seen, when more often than it has ranks."""
+    if n <= max(1, len(d.ranks)):
+        return d
+    return replace(d, notes=(f"seen {n} times in the log (identical tracebacks are shown once)",) + d.notes)
 
 
 def _drop_weaker_duplicates(diags: List[Diagnosis]) -> List[Diagnosis]:
@@ -151,7 +184,8 @@ def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patch
             if (t, _first_line(m)) not in seen:
                 seen.add((t, _first_line(m)))
                 unknown.append((t, m))
-    report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root, search)
+    more = (sum(r.more_diagnoses for r in reports), sum(r.more_unrecognized for r in reports))
+    report = locate_all(Report(tuple(diags), tuple(unknown), *more), entries, root, search)
     # libcst costs ~0.1-0.3 s to import: only pay for it when there is a site to patch
     if patches and any(d.fix_sites for d in report.diagnoses):
         report = propose_all(report, root)
