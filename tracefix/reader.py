@@ -168,13 +168,15 @@ def _in_context(windows: Iterable[Tuple[int, Optional[bytes]]], held: List[str]
             yield first_line, None, 0, 0
             continue
         start = held_no if held else first_line
-        lines = before + held + _lines(chunk)
+        lines = _lines(chunk)
+        lines[:0] = before + held        # (in place: no second list of a chunk's lines)
         lo = len(before)
         hi = max(lo, len(lines) - _CONTEXT)
         if hi > lo:
             yield start, lines, lo, hi
         before, held[:] = lines[max(0, hi - _CONTEXT):hi], lines[hi:]
         held_no = start + hi - lo
+        del lines          # not alive while the next chunk is read (peak memory)
     if held:
         yield held_no, before + held, len(before), len(before) + len(held)
 
@@ -999,6 +1001,7 @@ def read_tracebacks(
                 rank, text, stamped = _split_prefix(text)
                 parser(rank).feed(text, first_line + k - lo, stamped)
                 idle = _all_idle(parsers)
+            del lines      # (as in _in_context)
         if spilled:
             yield from spilled
             spilled.clear()
