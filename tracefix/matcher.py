@@ -8,6 +8,7 @@ import re
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from tracefix.knowledge import Entry
+from tracefix.record import replace
 from tracefix.records import Diagnosis, Traceback
 
 FUZZY_WEIGHT = 0.9          # a fuzzy hit is never as sure as a pattern hit
@@ -62,8 +63,27 @@ def _confidence(entry: Entry, tb: Traceback) -> float:
 
 
 def match(tb: Traceback, entries: Sequence[Entry]) -> Optional[Diagnosis]:
-    """The best entry for ``tb`` or None.  Ties go to the entry listed first."""
-    text = _text_of(tb)
+    """The best entry for ``tb`` or None.  Ties go to the entry listed first.
+
+    A message's first line that a pattern recognises with everything the whole message gives
+    (the same entry, the same fields) is the error: the lines after it, whatever they are (the
+    program's next output), are not part of the diagnosis's message."""
+    best = _best(tb, _text_of(tb), entries)
+    if best is None:
+        return None
+    head = tb.message.split("\n", 1)[0].strip() if "\n" in tb.message else ""
+    if head:
+        first = _best(tb, normalize(head), entries, fuzzy=False)
+        if first is not None and first[1] is best[1] and first[2] == best[2]:
+            best, tb = first, replace(tb, message=head)
+    conf, entry, fields = best
+    ranks = (tb.rank,) if tb.rank is not None else ()
+    return Diagnosis(entry_id=entry.id, title=entry.title, confidence=round(conf, 3),
+                     traceback=tb, fields=fields, ranks=ranks)
+
+
+def _best(tb: Traceback, text: str, entries: Sequence[Entry], fuzzy: bool = True):
+    """(confidence, entry, fields) of the best entry for ``text``, or None."""
     if not text:
         return None
     best: Optional[Tuple[float, Entry, Tuple[Tuple[str, str], ...]]] = None
@@ -78,14 +98,9 @@ def match(tb: Traceback, entries: Sequence[Entry]) -> Optional[Diagnosis]:
                 if best is None or conf > best[0]:
                     best = (conf, entry, fields)
                 break
-    if best is None:
+    if best is None and fuzzy:
         best = _fuzzy(tb, text, entries)
-    if best is None:
-        return None
-    conf, entry, fields = best
-    ranks = (tb.rank,) if tb.rank is not None else ()
-    return Diagnosis(entry_id=entry.id, title=entry.title, confidence=round(conf, 3),
-                     traceback=tb, fields=fields, ranks=ranks)
+    return best
 
 
 def _fuzzy(tb: Traceback, text: str, entries: Sequence[Entry]):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import gc
 import os
 from pathlib import Path
-from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, List, Optional, Sequence, Set, Tuple
 
 from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
@@ -15,49 +15,90 @@ from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Traceback
 
 MAX_DIAGNOSES = 50
 MAX_UNRECOGNIZED = 50
+MAX_COUNTED = 100_000        # distinct errors past those caps that are counted (bounded memory)
 
 
 @record(frozen=True)
 class Report:
     diagnoses: Tuple[Diagnosis, ...]
     unrecognized: Tuple[Tuple[str, str], ...]   # (exception type, message) of unknown errors
+    more_diagnoses: int = 0      # distinct known errors past MAX_DIAGNOSES, not shown
+    more_unrecognized: int = 0   # distinct unknown errors past MAX_UNRECOGNIZED, not shown
 
 
-def _key(tb: Traceback, entry_id: str) -> tuple:
+def _first_line(message: str) -> str:
+    """What tells two messages apart: the first line (the lines after it may be the program's
+    next output, glued on by the reader)."""
+    return normalize(message.split("\n", 1)[0])[:500]
+
+
+def _key(diag: Diagnosis) -> tuple:
     # Ranks print the same stack from different hosts/containers: compare base names only.
+    tb = diag.traceback
     frames = tuple((f.path.replace("\\", "/").rsplit("/", 1)[-1], f.line) for f in tb.frames)
-    return (entry_id, normalize(tb.message), frames)
+    return (diag.entry_id, diag.fields, _first_line(tb.message), frames)
 
 
 def collect(stream: BinaryIO, entries: Sequence[Entry]) -> Report:
-    """Read and match everything in ``stream``; identical errors from several ranks collapse."""
+    """Read and match everything in ``stream``; identical errors (from several ranks, or repeated)
+    collapse into one, which says how often it was seen; what is past the caps is counted."""
     found: Dict[tuple, Diagnosis] = {}
-    unknown: Dict[Tuple[str, str], None] = {}
+    counts: Dict[tuple, int] = {}
+    unknown: Dict[Tuple[str, str], str] = {}
+    past_found: Set[int] = set()
+    past_unknown: Set[int] = set()
     for tb in read_tracebacks(stream, BareMessage(entries)):
         diag = match(tb, entries)
         if diag is None:
-            if tb.exc_type and len(unknown) < MAX_UNRECOGNIZED:
-                unknown.setdefault((tb.exc_type, normalize(tb.message)[:500]), None)
+            if tb.exc_type:
+                _add_unknown(unknown, past_unknown, tb)
             continue
-        key = _key(tb, diag.entry_id)
+        key = _key(diag)
         seen = found.get(key)
         if seen is None:
             if len(found) < MAX_DIAGNOSES:
-                found[key] = diag
+                found[key], counts[key] = diag, 1
+            else:
+                _count_past(past_found, key)
         else:
+            counts[key] += 1
             ranks = tuple(sorted(set(seen.ranks) | set(diag.ranks)))
             better = diag if ((diag.traceback.anomaly_frames and not seen.traceback.anomaly_frames)
                               or (diag.traceback.evidence and not seen.traceback.evidence)) else seen
             found[key] = replace(better, ranks=ranks, confidence=max(seen.confidence, diag.confidence))
-    diagnoses = _drop_weaker_duplicates(list(found.values()))
-    return Report(tuple(diagnoses), tuple(unknown))
+    diagnoses = _drop_weaker_duplicates([_with_count(d, counts[k]) for k, d in found.items()])
+    return Report(tuple(diagnoses), tuple((t, m) for (t, _first), m in unknown.items()),
+                  len(past_found), len(past_unknown))
+
+
+def _add_unknown(unknown: Dict[Tuple[str, str], str], past: Set[int], tb: Traceback) -> None:
+    key = (tb.exc_type or "", _first_line(tb.message))
+    if key in unknown:
+        return
+    if len(unknown) < MAX_UNRECOGNIZED:
+        unknown[key] = "\n".join(normalize(ln) for ln in tb.message.split("\n"))[:500]
+    else:
+        _count_past(past, key)
+
+
+def _count_past(past: Set[int], key: tuple) -> None:
+    """Count a distinct error past a cap: its hash only, and at most MAX_COUNTED of them."""
+    if len(past) < MAX_COUNTED:
+        past.add(hash(key))
+
+
+def _with_count(d: Diagnosis, n: int) -> Diagnosis:
+    """``d`` with a note saying how often it was seen, when more often than it has ranks."""
+    if n <= max(1, len(d.ranks)):
+        return d
+    return replace(d, notes=(f"seen {n} times in the log (identical tracebacks are shown once)",) + d.notes)
 
 
 def _drop_weaker_duplicates(diags: List[Diagnosis]) -> List[Diagnosis]:
     """A bare message that repeats a full traceback's error adds nothing: keep the traceback."""
-    full = {(d.entry_id, normalize(d.traceback.message)) for d in diags if d.traceback.frames}
+    full = {(d.entry_id, _first_line(d.traceback.message)) for d in diags if d.traceback.frames}
     return [d for d in diags
-            if d.traceback.frames or (d.entry_id, normalize(d.traceback.message)) not in full]
+            if d.traceback.frames or (d.entry_id, _first_line(d.traceback.message)) not in full]
 
 
 def locate_all(report: Report, entries: Sequence[Entry], root: Path, search: Optional[bool] = None) -> Report:
@@ -136,10 +177,15 @@ def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patch
     """Several logs' reports as one, located (and patched when asked)."""
     diags: List[Diagnosis] = []
     unknown: List[Tuple[str, str]] = []
+    seen = set()
     for r in reports:
         diags += r.diagnoses
-        unknown += [u for u in r.unrecognized if u not in unknown]
-    report = locate_all(Report(tuple(diags), tuple(unknown)), entries, root, search)
+        for t, m in r.unrecognized:
+            if (t, _first_line(m)) not in seen:
+                seen.add((t, _first_line(m)))
+                unknown.append((t, m))
+    more = (sum(r.more_diagnoses for r in reports), sum(r.more_unrecognized for r in reports))
+    report = locate_all(Report(tuple(diags), tuple(unknown), *more), entries, root, search)
     # libcst costs ~0.1-0.3 s to import: only pay for it when there is a site to patch
     if patches and any(d.fix_sites for d in report.diagnoses):
         report = propose_all(report, root)

@@ -56,7 +56,12 @@ _TIMESTAMP = re.compile(
 _PYTEST_E = re.compile(r"^E {1,8}")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _FENCED_LINE = re.compile(r"^\s*(```|~~~)(?P<inner>.*\S.*?)\1\s*$")   # ```RuntimeError: ...``` on one line
-_QUOTE = re.compile(r"^\s*>(?: |$)")
+# e-mail/markdown quoting: any run of ">" markers (">", "> >", ">>"), then the space that belongs to it
+_QUOTE = re.compile(r"^[ \t]*(?P<marks>>(?:[ \t]*>)*)(?P<space>[ \t]?)")
+
+# a line-number column (`cat -n`, `grep -n`, `nl`, an editor or pager): "    11\t", "11: ", "  11 | "
+_NUMBERED = re.compile(r"^ *(\d{1,9})(?:(\t)|(:)(?!\d) ?| ?([|│]) ?)")
+_CONTEXT = 2                 # lines either side that tell a numbering from a number in the output
 
 # --- structure ------------------------------------------------------------------------------
 _FILE = re.compile(r'^(?P<ind>\s*)File "(?P<path>[^"]{1,1000})", line (?P<line>\d+)(?:, in (?P<func>.*))?$')
@@ -83,6 +88,9 @@ _ANOMALY = re.compile(
     r"Traceback of forward call that (?:caused the error|induced the previous calculation):?"
 )
 _WORDY = re.compile(r"[A-Za-z]{2}")   # a message continuation line has words, not binary debris
+# how a training loop reports progress ("step 1", "epoch 3 loss 0.52", "loss: 0.5", "iter=100")
+_PROGRESS = re.compile(r"^[A-Za-z_][\w-]*(?:[ \t]+|[ \t]*=[ \t]*|:[ \t]+)[-+]?\.?\d[\w.%/+-]*[,:;]?(?:[ \t]|$)")
+_SENTENCE_END = (".", "!", "?")
 _REPEATED = re.compile(r"^\s*\[Previous line repeated \d+ more times?\]\s*$")
 # a new log record, not more of an exception's message: timestamps, glog, banners, progress bars,
 # and the lines tools print as a run ends (wandb, logging's default format, Slurm, "Exception ignored")
@@ -100,6 +108,77 @@ def clean_line(text: str) -> str:
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI.sub("", text)
     return _CONTROL.sub("", text).rstrip()
+
+
+def _unquote(text: str, block: Optional[Tuple[int, bool]]) -> Tuple[str, Optional[Tuple[int, bool]]]:
+    """``text`` without its quote markers, and the quoting of the traceback block being read
+    ((depth, whether a space follows the markers), set by a quoted header line).  Inside a block
+    the space after the markers is stripped only if the header had one, so that every line keeps
+    its indentation relative to the others (frames vs. their code lines)."""
+    m = _QUOTE.match(text)
+    if m is None:
+        return text, (block if block is not None and not text.strip() else None)   # an unquoted line ends it
+    depth = m.group("marks").count(">")
+    if HEADER in text:
+        block = (depth, bool(m.group("space")))
+    if block is not None and block == (depth, False):
+        return text[m.end("marks"):], block
+    return text[m.end():], block
+
+
+def _number(line: str) -> Optional[Tuple[int, str]]:
+    """(number, style) of a line-number prefix, or None."""
+    m = _NUMBERED.match(line)
+    return None if m is None else (int(m.group(1)), m.group(2) or m.group(3) or m.group(4))
+
+
+def _numbering(lines: Sequence[str], k: int) -> int:
+    """Length of the line-number prefix of ``lines[k]``, or 0: a prefix counts only when it is
+    one of three consecutive lines numbered n, n+1, n+2 in the same style (a number that is part
+    of the output, or a rank label such as srun's "0: ", repeats or stands alone)."""
+    line = lines[k]
+    if not line.lstrip(" ")[:1].isdigit():    # (cheaper than the match, on most lines)
+        return 0
+    m = _NUMBERED.match(line)
+    if m is None:
+        return 0
+    n, style = int(m.group(1)), m.group(2) or m.group(3) or m.group(4)
+
+    def has(j: int) -> bool:
+        return 0 <= j < len(lines) and _number(lines[j]) == (n + j - k, style)
+
+    if has(k - 1) and (has(k - 2) or has(k + 1)) or has(k + 1) and has(k + 2):
+        return m.end()
+    return 0
+
+
+def _in_context(windows: Iterable[Tuple[int, Optional[bytes]]], held: List[str]
+                ) -> Iterator[Tuple[int, Optional[List[str]], int, int]]:
+    """``(number of lines[lo], lines, lo, hi)`` per parsed chunk: ``lines[lo:hi]`` are to be read,
+    with up to ``_CONTEXT`` lines either side for ``_numbering`` (a chunk's last lines wait in
+    ``held`` for the next chunk, so results do not depend on where chunks were cut).
+    ``(n, None, 0, 0)`` marks a gap."""
+    before: List[str] = []
+    held_no = 0
+    for first_line, chunk in windows:
+        if chunk is None:
+            if held:
+                yield held_no, before + held, len(before), len(before) + len(held)
+            before, held[:] = [], []
+            yield first_line, None, 0, 0
+            continue
+        start = held_no if held else first_line
+        lines = _lines(chunk)
+        lines[:0] = before + held        # (in place: no second list of a chunk's lines)
+        lo = len(before)
+        hi = max(lo, len(lines) - _CONTEXT)
+        if hi > lo:
+            yield start, lines, lo, hi
+        before, held[:] = lines[max(0, hi - _CONTEXT):hi], lines[hi:]
+        held_no = start + hi - lo
+        del lines          # not alive while the next chunk is read (peak memory)
+    if held:
+        yield held_no, before + held, len(before), len(before) + len(held)
 
 
 def split_prefix(text: str) -> Tuple[Optional[int], str]:
@@ -498,6 +577,25 @@ class _Builder:
         )
 
 
+def _continues(cur: _Builder, text: str, stripped: str) -> bool:
+    """Whether a line after an exception's message is more of it.  Python prints a multi-line
+    message verbatim, so this is a judgement on the line's shape: details indented under the
+    exception line, text after an empty message or after a line ending in ':', the rest of a
+    hard-wrapped sentence and whole sentences (CUDA's "CUDA kernel errors might be asynchronously
+    reported ...") are; a short progress line ("step 1", "epoch 3 loss 0.52") and a phrase after
+    a finished sentence are the program's next output."""
+    if not cur.message or _indent(text) > cur.base_indent:
+        return True
+    last = cur.message[-1]
+    if last.endswith(":"):
+        return True
+    if _PROGRESS.match(stripped) and len(stripped.split()) <= 4:
+        return False
+    if last.endswith(_SENTENCE_END):
+        return stripped[:1].isupper() and len(stripped.split()) >= 3
+    return True
+
+
 @record
 class _Anomaly:
     node: Optional[str]
@@ -775,7 +873,7 @@ class _RankParser:
             if _LOGLINE.match(text) or _FENCE.match(text) or (self.stamped and not self.cur.stamped):
                 self._emit()          # a new log record, not more of the message
             elif (_indent(text) >= self.cur.base_indent and _WORDY.search(stripped) and "\ufffd" not in stripped
-                  and self.cur.add_message(stripped)):
+                  and _continues(self.cur, text, stripped) and self.cur.add_message(stripped)):
                 return
             else:
                 self._emit()
@@ -872,34 +970,38 @@ def read_tracebacks(
             p = parsers[rank] = _RankParser(rank, bare)
         return p
 
+    quoted: Optional[Tuple[int, bool]] = None   # the quoting of the traceback block being read
+    held: List[str] = []                        # lines read but not yet fed (see _in_context)
     file_size = _regular_file(stream, seek_min)
     if file_size is None:
         windows = _windows(stream, NEEDLES, chunk_size)
     else:
+        # a held line may open a traceback: read on as if it did
         windows = _file_windows(stream, chunk_size, file_size,
-                                lambda: any(p.cur is not None for p in parsers.values()))
-    for first_line, chunk in windows:
-        if chunk is None:
+                                lambda: any(p.cur is not None for p in parsers.values()) or any(map(_maybe, held)))
+    for first_line, lines, lo, hi in _in_context(windows, held):
+        if lines is None:
             for p in parsers.values():
                 p.gap()
                 yield from p.out
                 p.out.clear()
         else:
             idle = _all_idle(parsers)           # changes only when a line is fed
-            for offset, raw in enumerate(_lines(chunk)):
+            for k in range(lo, hi):
+                raw = lines[k]
                 if idle and not _maybe(raw) and (bare is None or not bare(raw)):
                     continue  # fast path: an ordinary log line while no traceback is open
-                text = clean_line(raw)
+                cut = _numbering(lines, k)
+                text, quoted = _unquote(clean_line(raw[cut:] if cut else raw), quoted)
                 if _FENCE.match(text):
                     fenced = _FENCED_LINE.match(text)
                     if fenced is None:
                         continue
                     text = fenced.group("inner")
-                if _QUOTE.match(text):
-                    text = _QUOTE.sub("", text, count=1)
                 rank, text, stamped = _split_prefix(text)
-                parser(rank).feed(text, first_line + offset, stamped)
+                parser(rank).feed(text, first_line + k - lo, stamped)
                 idle = _all_idle(parsers)
+            del lines      # (as in _in_context)
         if spilled:
             yield from spilled
             spilled.clear()

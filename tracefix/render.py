@@ -6,7 +6,7 @@ it is stripped of control characters and, in rich output, never parsed as markup
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from tracefix import __version__
 from tracefix.knowledge import Entry, find_entry
@@ -88,7 +88,8 @@ def _witness_line(d: Diagnosis) -> Optional[str]:
     return None if ev is None else f"The witness saw: {ev.summary}"
 
 
-def as_dict(diagnoses: Sequence[Diagnosis], unrecognized: Sequence, extra: Optional[Dict] = None) -> Dict:
+def as_dict(diagnoses: Sequence[Diagnosis], unrecognized: Sequence, extra: Optional[Dict] = None,
+            more: Sequence[int] = (0, 0)) -> Dict:
     out = {
         "version": __version__,
         "diagnoses": [
@@ -108,17 +109,20 @@ def as_dict(diagnoses: Sequence[Diagnosis], unrecognized: Sequence, extra: Optio
             for d in diagnoses
         ],
         "unrecognized": [{"type": t, "message": m} for t, m in unrecognized],
+        # distinct errors past the lists' caps, not listed
+        "omitted": {"diagnoses": more[0], "unrecognized": more[1]},
     }
     if extra:
         out.update(extra)
     return out
 
 
-def render_json(out: TextIO, diagnoses, unrecognized, extra: Optional[Dict] = None) -> None:
+def render_json(out: TextIO, diagnoses, unrecognized, extra: Optional[Dict] = None,
+                more: Sequence[int] = (0, 0)) -> None:
     import json
 
     # ensure_ascii keeps any control character from the log escaped as \uXXXX
-    json.dump(as_dict(diagnoses, unrecognized, extra), out, indent=2, ensure_ascii=True)
+    json.dump(as_dict(diagnoses, unrecognized, extra, more), out, indent=2, ensure_ascii=True)
     out.write("\n")
 
 
@@ -232,23 +236,40 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     return lines
 
 
+def _unrecognized_line(t: str, m: str) -> str:
+    return safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300])
+
+
+def _cut_notes(diagnoses, unrecognized, more: Sequence[int]) -> Tuple[str, str]:
+    """The notes that say the list of diagnoses, of unrecognized errors, was cut ("and N more");
+    "" for a list that was not."""
+    return (f"and {more[0]} more diagnoses (of other errors; only the first {len(diagnoses)} are shown)"
+            if more[0] else "",
+            f"unrecognized: and {more[1]} more (only the first {len(unrecognized)} are shown)" if more[1] else "")
+
+
 def render_plain(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None,
-                 source: str = "the input") -> None:
+                 source: str = "the input", more: Sequence[int] = (0, 0)) -> None:
     for i, d in enumerate(diagnoses):
         if i:
             out.write("\n")
         out.write("\n".join(safe(ln) for ln in plain_lines(d, find_entry(entries, d.entry_id))) + "\n")
     if not diagnoses:
         out.write(f"tracefix: no known PyTorch error found in {source}\n")
+    more_diagnoses, more_unrecognized = _cut_notes(diagnoses, unrecognized, more)
+    if more_diagnoses:
+        out.write(more_diagnoses + "\n")
     for t, m in unrecognized:
-        out.write(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]) + "\n")
+        out.write(_unrecognized_line(t, m) + "\n")
+    if more_unrecognized:
+        out.write(more_unrecognized + "\n")
     for k, v in (extra or {}).items():
         out.write(safe(f"{k.replace('_', ' ')}: {v}") + "\n")
 
 
 # --- rich ---------------------------------------------------------------------------------
 def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None,
-                color: Optional[bool] = None, source: str = "the input") -> None:
+                color: Optional[bool] = None, source: str = "the input", more: Sequence[int] = (0, 0)) -> None:
     from rich.console import Console, Group
     from rich.panel import Panel
     from rich.syntax import Syntax
@@ -328,8 +349,13 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
         console.print(Panel(Group(*body), title=title, title_align="left", border_style="red"))
     if not diagnoses:
         console.print(Text(f"tracefix: no known PyTorch error found in {source}", style="yellow"))
+    more_diagnoses, more_unrecognized = _cut_notes(diagnoses, unrecognized, more)
+    if more_diagnoses:
+        console.print(Text(more_diagnoses, style="yellow"))
     for t, m in unrecognized:
-        console.print(Text(safe(f"unrecognized: {t}: {m.splitlines()[0] if m else ''}"[:300]), style="dim"))
+        console.print(Text(_unrecognized_line(t, m), style="dim"))
+    if more_unrecognized:
+        console.print(Text(more_unrecognized, style="dim"))
     for k, v in (extra or {}).items():
         console.print(Text(safe(f"{k.replace('_', ' ')}: {v}"), style="bold"))
 
@@ -379,12 +405,13 @@ def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Op
     """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json or quickfix.
     ``source`` names what was read, for "no known PyTorch error found in ..."; ``root`` is the
     project the paths are relative to (quickfix prints them relative to the current directory)."""
+    more = (report.more_diagnoses, report.more_unrecognized)
     if fmt == "json":
-        render_json(out, report.diagnoses, report.unrecognized, extra)
+        render_json(out, report.diagnoses, report.unrecognized, extra, more)
     elif fmt == "quickfix":
         render_quickfix(out, report.diagnoses, root=root)
     elif fmt == "plain":
-        render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source)
+        render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source, more=more)
     else:
-        render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=color, source=source)
+        render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=color, source=source, more=more)
     out.flush()
