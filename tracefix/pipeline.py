@@ -181,8 +181,9 @@ def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patch
     for r in reports:
         diags += r.diagnoses
         for t, m in r.unrecognized:
-            if (t, _first_line(m)) not in seen:
-                seen.add((t, _first_line(m)))
+            key = (t, _first_line(m))
+            if key not in seen:
+                seen.add(key)
                 unknown.append((t, m))
     more = (sum(r.more_diagnoses for r in reports), sum(r.more_unrecognized for r in reports))
     report = locate_all(Report(tuple(diags), tuple(unknown), *more), entries, root, search)

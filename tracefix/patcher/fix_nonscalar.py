@@ -151,13 +151,9 @@ def _weighted_criterion(ctx: Context) -> str:
     """Why ``.mean()`` of a criterion's per-sample losses is not its ``reduction='mean'``: it was
     given ``ignore_index`` (the mean then counts the ignored targets, as zeros) or class weights
     (``reduction='mean'`` divides by their sum); "" otherwise."""
-    for other in ctx.diag.fix_sites:
-        if other.kind != "criterion-reduction":
-            continue
-        src = ctx.source(other.path)
-        call = src.find(other.line, other.col, cst.Call, lambda n: keyword(n, "reduction") is not None) \
-            if src is not None else None
-        name = dotted(call.func).rsplit(".", 1)[-1] if call is not None else ""
+    for other, _src, call in _sites_nodes(ctx, ("criterion-reduction",), cst.Call,
+                                          lambda n: keyword(n, "reduction") is not None):
+        name = dotted(call.func).rsplit(".", 1)[-1]
         if name not in _CLASS_LOSSES:
             continue
         where = f"{other.path}:{other.line}"
@@ -172,13 +168,9 @@ def _weighted_criterion(ctx: Context) -> str:
 
 def _masked_elsewhere(ctx: Context) -> str:
     """``mask`` at path:line when another fix site's loss is ``x * mask``; ""."""
-    for other in ctx.diag.fix_sites:
-        if other.kind not in ("per-sample-return", "loss-assignment"):
-            continue
-        src = ctx.source(other.path)
-        node = src.find(other.line, other.col, (cst.Return, cst.Assign, cst.AnnAssign),
-                        lambda n: n.value is not None) if src is not None else None
-        value = _loss_element(node.value) if node is not None else None
+    for other, src, node in _sites_nodes(ctx, ("per-sample-return", "loss-assignment"),
+                                         (cst.Return, cst.Assign, cst.AnnAssign), _has_value):
+        value = _loss_element(node.value)
         mask = _mask_of(src, value) if value is not None else None
         if mask is not None:
             return f"'{src.code(mask).strip()}' at {other.path}:{other.line}"
@@ -466,16 +458,27 @@ def _target_name(node: cst.CSTNode) -> str:
 def _assigned_read(ctx: Context, how: str = "") -> str:
     """The per-sample read of the variable the locator's loss-assignment sites bind (where a
     criterion or loss function reduced at its source would hand that variable a scalar)."""
-    for other in ctx.diag.fix_sites:
-        if other.kind != "loss-assignment":
-            continue
-        src = ctx.source(other.path)
-        node = src.find(other.line, other.col, (cst.Assign, cst.AnnAssign),
-                        lambda n: n.value is not None) if src is not None else None
-        why = _per_sample_read(src, node, _target_name(node), other.path, how) if node is not None else ""
+    for other, src, node in _sites_nodes(ctx, ("loss-assignment",), (cst.Assign, cst.AnnAssign), _has_value):
+        why = _per_sample_read(src, node, _target_name(node), other.path, how)
         if why:
             return why
     return ""
+
+
+def _has_value(n: cst.CSTNode) -> bool:
+    return n.value is not None
+
+
+def _sites_nodes(ctx: Context, kinds: Tuple[str, ...], types, test):
+    """(site, its Source, its node of ``types`` passing ``test``) for the diagnosis's fix sites of
+    ``kinds`` whose file parses and holds such a node."""
+    for other in ctx.diag.fix_sites:
+        if other.kind not in kinds:
+            continue
+        src = ctx.source(other.path)
+        node = src.find(other.line, other.col, types, test) if src is not None else None
+        if node is not None:
+            yield other, src, node
 
 
 def _scope_of(src: Source, node: cst.CSTNode) -> cst.CSTNode:
@@ -601,11 +604,8 @@ def _ask_for_mean(ctx: Context, src: Source, ret: cst.Return) -> Optional[Option
     cls = _reduction_default(src, ret)
     if cls is None:
         return None
-    for other in ctx.diag.fix_sites:
-        osrc = ctx.source(other.path) if other.kind == "loss-assignment" else None
-        node = osrc.find(other.line, other.col, (cst.Assign, cst.AnnAssign),
-                         lambda n: n.value is not None) if osrc is not None else None
-        if node is None or not isinstance(node.value, cst.Call):
+    for other, osrc, node in _sites_nodes(ctx, ("loss-assignment",), (cst.Assign, cst.AnnAssign), _has_value):
+        if not isinstance(node.value, cst.Call):
             continue
         holder = osrc.code(node.value.func).strip()         # self.criterion
         ctor = next((a.value for a in osrc.all(cst.Assign) if len(a.targets) == 1
