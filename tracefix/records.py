@@ -127,6 +127,10 @@ class FixSite(Site):
     score: float = 0.0           # higher ranks first
     searched: bool = False       # found by searching the project, not from the log's frames: a candidate
     ambiguous: bool = False      # the log's file fits several files here; this site is in one of them
+    # Why fixing only here leaves another use of the value that needs a scalar (the locator's
+    # verdict, file:line named): every patch of this site is insufficient, and it ranks after
+    # the sites whose fix covers that use.
+    uncovered: str = ""
 
 
 SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"

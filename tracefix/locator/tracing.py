@@ -251,6 +251,106 @@ class Tracer:
             return False
         return True
 
+    # -- who needs a scalar: the uses a reduction must cover (a loss read as a number) -------------
+    def needs_scalar(self, sf: SourceFile, node: ast.AST) -> bool:
+        """Does this read of a value (a name, a call's result) need one number: ``.item()``,
+        ``float()``, formatting, logging, a comparison, or ``+=`` into a number (``total += v``)?"""
+        if self.is_scalar_use(sf, node):
+            return True
+        cur = _through_passes(sf, node)
+        p = sf.parent(cur)
+        if isinstance(p, ast.AugAssign) and p.value is cur and isinstance(p.target, ast.Name):
+            return self.is_number(sf, sf.scope_of(p), p.target, p.lineno)
+        return False
+
+    def number_read(self, sf: SourceFile, scope: ast.AST, name: str, skip: ast.AST,
+                    returned: bool = True) -> Optional[ast.AST]:
+        """The first load of ``name`` in scope (outside ``skip``) that needs a scalar, or (with
+        ``returned``) hands the value to the callers (``return loss``); None when there is none."""
+        for n in sorted((n for n in sf.own(scope) if isinstance(n, ast.Name) and n.id == name
+                         and isinstance(n.ctx, ast.Load) and not contains(skip, n)),
+                        key=lambda n: (n.lineno, n.col_offset)):
+            if self.needs_scalar(sf, n) or returned and isinstance(sf.parent(_through_passes(sf, n)),
+                                                                   (ast.Return, ast.Yield)):
+                return n
+        return None
+
+    def key_number_read(self, sf: SourceFile, scope: ast.AST, name: str, key: str,
+                        skip: ast.AST) -> Optional[ast.AST]:
+        """The first read of ``name[key]`` that needs a scalar, directly or through a loop or a
+        comprehension over ``name.items()`` / ``name.values()`` (``{k: v.item() for k, v in ...}``)."""
+        for n in sorted((n for n in sf.own(scope) if isinstance(n, ast.Name) and n.id == name
+                         and isinstance(n.ctx, ast.Load) and not contains(skip, n)),
+                        key=lambda n: (n.lineno, n.col_offset)):
+            p = sf.parent(n)
+            if isinstance(p, ast.Subscript) and const_str(p.slice) == key:
+                if self.needs_scalar(sf, p):
+                    return p
+                continue
+            call = sf.parent(p) if isinstance(p, ast.Attribute) and p.attr in ("items", "values") else None
+            loop = sf.parent(call) if isinstance(call, ast.Call) and call.func is p else None
+            if not isinstance(loop, (ast.comprehension, ast.For)) or loop.iter is not call:
+                continue
+            target = loop.target
+            if p.attr == "items":
+                target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+            if not isinstance(target, ast.Name):
+                continue
+            body = sf.parent(loop) if isinstance(loop, ast.comprehension) else loop
+            for m in ast.walk(body):
+                if isinstance(m, ast.Name) and m.id == target.id and isinstance(m.ctx, ast.Load) and \
+                        self.needs_scalar(sf, m):
+                    return m
+        return None
+
+    def result_need(self, sf: SourceFile, call: ast.Call) -> Optional[ast.AST]:
+        """Where the result of ``call`` is needed as a number: the call itself
+        (``criterion(out, y).item()``), or a later read of the name it is assigned to."""
+        if self.needs_scalar(sf, call):
+            return call
+        p = sf.parent(_through_passes(sf, call))
+        if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name):
+            return self.number_read(sf, sf.scope_of(p), p.targets[0].id, p, returned=False)
+        return None
+
+    def object_calls(self, sf: SourceFile, scope: ast.AST, target: ast.AST, depth: int = 0
+                     ) -> List[Tuple[SourceFile, ast.Call]]:
+        """Calls of the object bound to ``target`` (a name of scope, or ``self.attr``), also where
+        it is passed to a project function (``evaluate(model, criterion, loader)``)."""
+        out: List[Tuple[SourceFile, ast.Call]] = []
+        if depth > 3:
+            return out
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            cls = sf.class_of(scope) if not isinstance(scope, ast.ClassDef) else scope
+            for n in ast.walk(cls) if cls is not None else ():
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == target.attr \
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
+                    out.append((sf, n))
+            return out
+        if not isinstance(target, ast.Name):
+            return out
+        nodes = ast.walk(sf.tree) if isinstance(scope, ast.Module) else sf.own(scope)
+        for n in nodes:
+            if not (isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)):
+                continue
+            p = sf.parent(n)
+            if isinstance(p, ast.keyword):
+                call, param = sf.parent(p), p.arg
+            elif isinstance(p, ast.Call) and n in p.args:
+                call, param = p, p.args.index(n)
+            elif isinstance(p, ast.Call) and p.func is n:
+                out.append((sf, p))
+                continue
+            else:
+                continue
+            if not isinstance(call, ast.Call) or param is None:
+                continue
+            for csf, fn in self.callees(sf, sf.scope_of(call), call, call.lineno):
+                pname = param if isinstance(param, str) else _positional_param(fn, call, param)
+                if pname and is_param(fn, pname):
+                    out.extend(self.object_calls(csf, fn, ast.Name(id=pname, ctx=ast.Load()), depth + 1))
+        return out
+
     def is_detached_return(self, sf: SourceFile, node: ast.AST) -> bool:
         """`return loss.detach()`: handed back for logging, not used for another computation."""
         cur, detached = node, False
@@ -874,6 +974,28 @@ class ValueTracer(Tracer):
             if d == dest:
                 found.append(n)
         return found
+
+
+def _through_passes(sf: SourceFile, node: ast.AST) -> ast.AST:
+    """node climbed through ``.detach()`` / ``.cpu()`` / ``.data`` (the same value)."""
+    cur = node
+    while True:
+        p = sf.parent(cur)
+        if not (isinstance(p, ast.Attribute) and p.value is cur and p.attr in PASS_ATTRS):
+            return cur
+        gp = sf.parent(p)
+        cur = gp if isinstance(gp, ast.Call) and gp.func is p else p
+
+
+def _positional_param(fn: ast.AST, call: ast.Call, i: int) -> str:
+    """The parameter of fn that the i-th positional argument of call binds ('' when none)."""
+    a = fn.args  # type: ignore[attr-defined]
+    names = [x.arg for x in getattr(a, "posonlyargs", []) + a.args]
+    if names and names[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        names = names[1:]
+    if any(isinstance(x, ast.Starred) for x in call.args[:i + 1]):
+        return ""
+    return names[i] if i < len(names) else ""
 
 
 def param_default(fn: ast.AST, name: str) -> Optional[ast.AST]:

@@ -22,10 +22,23 @@ def is_reduced(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Call):
         name = dotted(node.func)
         if method_name(node) in REDUCERS and not name.startswith(("torch.", "F.")):
-            return True
+            return not _over_some_dims(node, 0)
         if name in {f"torch.{r}" for r in REDUCERS} and node.args:
-            return True
+            return not _over_some_dims(node, 1)
     return False
+
+
+_DIM_FIRST = {"sum", "mean", "nansum", "nanmean", "logsumexp"}   # (norm's first argument is p)
+
+
+def _over_some_dims(call: cst.Call, tensors: int) -> bool:
+    """``x.sum(dim=1)``, ``x.mean(1)``, ``torch.sum(x, 1)``: one value per sample is left."""
+    for name in ("dim", "axis"):
+        kw = keyword(call, name)
+        if kw is not None and not (isinstance(kw.value, cst.Name) and kw.value.value == "None"):
+            return True
+    last = (dotted(call.func) or method_name(call)).rsplit(".", 1)[-1]
+    return last in _DIM_FIRST and len(positional(call)) > tensors
 
 
 def _elements(node: cst.BaseExpression) -> List[cst.BaseExpression]:
@@ -260,8 +273,21 @@ def _backward_target(call: cst.Call) -> Tuple[Optional[cst.BaseExpression], str]
     return receiver, "gradient"
 
 
+def _left_uncovered(site: FixSite, options: List[Option]) -> List[Option]:
+    """The locator found a use of the loss that a fix at this site leaves unreduced (another
+    caller, the evaluation pass, a later ``loss.item()``): each option only moves the error."""
+    if site.uncovered:
+        for option in options:
+            option.applicability, option.reason, option.alternative = "insufficient", site.uncovered, True
+    return options
+
+
 @fixer("backward-receiver")
 def backward_receiver(ctx: Context, site: FixSite) -> List[Option]:
+    return _left_uncovered(site, _backward_receiver(ctx, site))
+
+
+def _backward_receiver(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)
     if src is None:
         return []
@@ -397,6 +423,10 @@ def _used_later(src: Source, call: cst.Call, target: cst.BaseExpression) -> bool
 
 @fixer("loss-assignment", "per-sample-return")
 def loss_value(ctx: Context, site: FixSite) -> List[Option]:
+    return _left_uncovered(site, _loss_value(ctx, site))
+
+
+def _loss_value(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)
     if src is None:
         return []
@@ -408,29 +438,129 @@ def loss_value(ctx: Context, site: FixSite) -> List[Option]:
         what = "assigned loss"
     if node is None:
         return []
-    value = _loss_element(node.value)
+    value = _loss_element(node.value, _backward_key(ctx))
     if value is None:
         return []
     options = _reduction_options(ctx, src, value, what, site.path)
     if site.kind == "per-sample-return":
         on_purpose = _on_purpose(src, node, site.path)
-        options = _mark_per_sample(ctx, options, lambda how: on_purpose or _assigned_read(ctx, how)
-                                   or _read_after_backward(ctx, how))
+        why_for = lambda how: on_purpose or _assigned_read(ctx, how) or _read_after_backward(ctx, how)  # noqa: E731
+        options = _mark_per_sample(ctx, options, why_for)
         built = _ask_for_mean(ctx, src, node) if on_purpose else None
-        return ([built] if built is not None else []) + options
-    return _mark_per_sample(ctx, options, lambda how: _per_sample_read(src, node, _target_name(node), site.path, how)
-                            or _assigned_read(ctx, how))
+        return ([built] if built is not None else []) + _with_terms(ctx, src, value, site.path, options, why_for)
+    why_for = lambda how: (_per_sample_read(src, node, _target_name(node), site.path, how)  # noqa: E731
+                           or _assigned_read(ctx, how))
+    return _with_terms(ctx, src, value, site.path, _mark_per_sample(ctx, options, why_for), why_for)
 
 
-def _loss_element(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """What to reduce in a returned or assigned value: in a dict display, its "loss" entry (the
-    convention of HF outputs and training loops: ``out["loss"].backward()``); None when a dict has
-    none."""
+def _with_terms(ctx: Context, src: Source, value: cst.BaseExpression, rel: str, options: List[Option],
+                why_for) -> List[Option]:
+    """``BCE + KLD`` where BCE is already reduced (``reduction="sum"``) and KLD holds one value per
+    sample (``torch.sum(..., dim=1)``): the scalar term is added to every sample, so reducing the
+    whole counts it again (``.sum()``: once per sample) or weighs the terms unlike their own
+    reductions (``.mean()``).  Reduce the per-sample terms the way the scalar terms are reduced."""
+    if _is_complex(ctx):
+        return options
+    terms = _terms(value)
+    kinds = [_term_reduction(src, t) for t in terms]
+    scalar = {k for k in kinds if k in ("sum", "mean")}
+    per_sample = [t for t, k in zip(terms, kinds) if k == "per-sample"]
+    if len(scalar) != 1 or not per_sample or any(k == "" for k in kinds):
+        return options
+    how = scalar.pop()
+    reduced_code = ", ".join(f"`{src.code(t).strip()}`" for t, k in zip(terms, kinds) if k == how)
+    for option in options:
+        if option.applicability == "insufficient" or option.applicability == "unsafe" and \
+                not option.reason.startswith("gradients then grow"):
+            continue        # (a per-sample read elsewhere is the stronger reason)
+        whole = "weighs the terms unlike their own reductions" if "with .mean()" in option.summary \
+            else "counts it once per sample"
+        option.applicability, option.alternative = "unsafe", True
+        option.reason = f"{reduced_code} is already reduced ({how}) and is added to every sample: reducing the whole {whole}"
+    names = ", ".join(f"`{src.code(t).strip()}`" for t in per_sample)
+    holder = {id(t) for t in per_sample}
+    text = src.replace(value, lambda n: _reduce_terms(n, holder, how, terms))
+    why = why_for(how)
+    return [Option(f"Reduce the per-sample term {names} with .{how}(), as {reduced_code} is reduced "
+                   f"(the terms keep their own weights)", "unsafe" if why else "safe", why,
+                   {rel: text}, alternative=bool(why))] + options
+
+
+def _terms(node: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The terms of a sum/difference (``a + b - c`` -> a, b, c)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+        return _terms(node.left) + _terms(node.right)
+    return [node]
+
+
+def _term_reduction(src: Source, term: cst.BaseExpression, depth: int = 0) -> str:
+    """"sum" / "mean": a term reduced so; "per-sample": reduced over some dims only or built with
+    reduction="none"; "number": a plain number factor; "" when it cannot be told."""
+    if depth > 4:
+        return ""
+    if isinstance(term, (cst.Integer, cst.Float)):
+        return "number"
+    if isinstance(term, cst.UnaryOperation):
+        return _term_reduction(src, term.expression, depth + 1)
+    if isinstance(term, cst.BinaryOperation) and isinstance(term.operator, (cst.Multiply, cst.Divide)):
+        sides = [_term_reduction(src, t, depth + 1) for t in (term.left, term.right)]
+        real = [k for k in sides if k != "number"]
+        return real[0] if len(real) == 1 else ""
+    if isinstance(term, cst.Name):
+        bound = _bound_value(src, term)
+        return _term_reduction(src, bound, depth + 1) if bound is not None else ""
+    if not isinstance(term, cst.Call):
+        return ""
+    red = keyword(term, "reduction")
+    if red is not None:
+        mode = _string_value(red.value)
+        return {"sum": "sum", "mean": "mean", "none": "per-sample"}.get(mode or "", "")
+    last = (dotted(term.func) or method_name(term)).rsplit(".", 1)[-1]
+    if last in ("sum", "mean"):
+        tensors = 1 if dotted(term.func).startswith("torch.") else 0
+        return "per-sample" if _over_some_dims(term, tensors) else last
+    if last.endswith("_loss") or last in ("cross_entropy", "binary_cross_entropy", "kl_div"):
+        return "mean"       # a functional loss reduces with the mean unless told otherwise
+    return ""
+
+
+def _reduce_terms(node: cst.BaseExpression, holder, how: str, originals) -> cst.BaseExpression:
+    """``node`` (an updated copy of the sum) with each per-sample term reduced with ``how``."""
+    terms = _terms(node)
+    flags = [id(t) in holder for t in originals]
+
+    def rebuild(n: cst.BaseExpression, it) -> cst.BaseExpression:
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, (cst.Add, cst.Subtract)):
+            return n.with_changes(left=rebuild(n.left, it), right=rebuild(n.right, it))
+        return _reduce(n, how) if next(it) else n
+    return rebuild(node, iter(flags)) if len(terms) == len(originals) else node
+
+
+def _backward_key(ctx: Context) -> str:
+    """The dict key backward() is called through at the crash site (``losses["total"].backward()``
+    -> "total"); "loss" otherwise (the convention of HF outputs)."""
+    crash = ctx.diag.crash_site
+    src = ctx.source(crash.path) if crash is not None else None
+    call = src.find(crash.line, crash.col, cst.Call, lambda n: method_name(n) == "backward") \
+        if src is not None else None
+    target = _backward_target(call)[0] if call is not None else None
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and \
+            isinstance(target.slice[0].slice, cst.Index):
+        key = _string_value(target.slice[0].slice.value)
+        if key:
+            return key
+    return "loss"
+
+
+def _loss_element(value: cst.BaseExpression, key: str = "loss") -> Optional[cst.BaseExpression]:
+    """What to reduce in a returned or assigned value: in a dict display, its ``key`` entry (the
+    one backward() reads: ``losses["total"].backward()``; by default "loss", the convention of HF
+    outputs and training loops); None when a dict has none."""
     if not isinstance(value, cst.Dict):
         return value
     for el in value.elements:
         if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) \
-                and el.key.evaluated_value == "loss":
+                and el.key.evaluated_value == key:
             return el.value
     return None
 
@@ -547,6 +677,10 @@ def _scalar_serves(src: Source, n: cst.Name, how: str = "") -> bool:
             continue
         break
     parent = src.parent(cur)
+    while isinstance(parent, cst.BinaryOperation) and _scaled_by_number(parent, cur):
+        cur = parent                          # (loss / accum_steps).backward()
+        parent = src.parent(cur)
+    parent = src.parent(cur)
     if isinstance(parent, cst.Attribute) and parent.value is cur and parent.attr.value == "backward":
         return True
     if isinstance(parent, cst.Arg) and isinstance(src.parent(parent), cst.Call):
@@ -557,6 +691,22 @@ def _scalar_serves(src: Source, n: cst.Name, how: str = "") -> bool:
         return True
     # A returned loss counts as a number too: its callers' reads are not followed here.
     return _how_number(src, cur) in ("number", "returned")
+
+
+def _scaled_by_number(op: cst.BinaryOperation, operand: cst.CSTNode) -> bool:
+    """``operand / n`` or ``n * operand`` with n a literal or a config value (``args.accum``,
+    ``len(loader)``): scaling a scalar keeps it a scalar."""
+    if isinstance(op.operator, cst.Divide) and op.left is operand:
+        other = op.right
+    elif isinstance(op.operator, cst.Multiply) and operand in (op.left, op.right):
+        other = op.right if op.left is operand else op.left
+    else:
+        return False
+    if isinstance(other, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(other, cst.Attribute):
+        return True
+    return isinstance(other, cst.Call) and dotted(other.func) in ("len", "float", "int")
 
 
 def _on_purpose(src: Source, ret: cst.Return, rel: str) -> str:

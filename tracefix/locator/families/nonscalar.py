@@ -10,9 +10,10 @@ import ast
 from typing import List, Optional, Tuple
 
 from tracefix.locator.base import FIXED_SINCE
-from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, ACCEL_NAMES, classify_backward, func_name,
+from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, ValueTracer, ACCEL_NAMES, classify_backward, func_name,
                                       is_param, returns, src, unwrap_chain, value_col)
 from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
+from tracefix.record import replace
 
 LOSS_FN_NAMES = {"training_step", "compute_loss", "train_step", "_compute_loss", "compute_losses",
                  "shared_step", "_shared_step", "_common_step", "common_step", "step_loss"}
@@ -35,7 +36,7 @@ def run(ctx) -> None:
     _Nonscalar(ctx).run()
 
 
-class _Nonscalar(Tracer):
+class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss function)
     def run(self) -> None:
         info = None
         fi = 0
@@ -85,16 +86,30 @@ class _Nonscalar(Tracer):
         recv_reason = (f"backward() is called on '{src(sf, recv)}', which is not a scalar; reduce it "
                        f"(e.g. .mean()) or pass a gradient.")
         crit = self._crit_origin(sf, scope, recv, crash_line, recv, frame_i=fi)
+        # The name behind the receiver: `loss`, `(loss / accum)`, `losses["total"]` (key "total").
+        base, key = self._receiver_base(sf, scope, recv, crash_line)
         assign = None
-        if isinstance(recv, ast.Name):
-            a = self.last_assign(sf, scope, recv.id, crash_line)
+        if base is not None:
+            a = self.last_assign(sf, scope, base.id, crash_line)
             if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None and \
                     not (isinstance(a, ast.Assign) and not isinstance(a.targets[0], ast.Name)):
                 assign = a
-        scalar = isinstance(recv, ast.Name) and self.scalar_used(sf, scope, recv.id)
+        stmt = sf.stmt_at(crash_line) or call
+        # A read of the loss as a number (or its return to a caller) that backward() alone never
+        # serves: reducing only at the receiver moves the error there.
+        if base is None:
+            local = None
+        elif key is not None:
+            local = self.key_number_read(sf, scope, base.id, key, stmt)
+        else:
+            local = self.number_read(sf, scope, base.id, stmt)
+        scalar = local is not None
         loss_returns = self._loss_fn_returns(sf, scope, assign) if crit is None and assign is not None else []
         if evidence_only and crit is None and not loss_returns:
             return
+        # what the receiver's own fix leaves, and (below) what the assignment's fix leaves
+        recv_left = self._left(sf, local, "at backward() alone") if local is not None else ""
+        own_call = assign.value if assign is not None else None
         if loss_returns:
             unreduced, reds = [], []
             for rsf, ret in loss_returns:
@@ -112,31 +127,120 @@ class _Nonscalar(Tracer):
                 self.ctx.add(rsf, ret.lineno, ret.value.col_offset, "per-sample-return",
                           f"{func_name(rsf, ret)} returns a loss that is not reduced to a scalar; "
                           f"backward() is called on it at {sf.rel}:{call.lineno}.", 0.9)
-            self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
-                      f"'{recv.id}' is assigned the unreduced loss here.", 0.6)
-            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.5)
+            other = self._callers_need(loss_returns, own_call)
+            recv_left = recv_left or (self._left(other[0], other[1], "at backward() alone", other[2]) if other else "")
+            other = self._left(other[0], other[1], "only at this assignment", other[2]) if other else ""
+            if key is None:
+                self._add_left(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
+                               f"'{base.id}' is assigned the unreduced loss here.", 0.6, other)
+            self._add_left(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.5, recv_left)
         elif crit is not None:
             csf, kw = crit
             self.ctx.add(csf, kw.lineno, kw.col_offset, "criterion-reduction",
                       "The loss comes from a criterion built with reduction='none', so it holds one value "
                       "per sample; nothing else uses the per-sample values.", 0.9)
-            if assign is not None:
-                self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
-                          f"'{recv.id}' is assigned the per-sample loss here.", 0.6)
-            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.5)
-        elif scalar and assign is not None:
+            other = self._criterion_need(csf, kw, own_call)
+            recv_left = recv_left or (self._left(other[0], other[1], "at backward() alone", other[2]) if other else "")
+            other = self._left(other[0], other[1], "only at this assignment", other[2]) if other else ""
+            if assign is not None and key is None:
+                self._add_left(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
+                               f"'{base.id}' is assigned the per-sample loss here.", 0.6, other)
+            self._add_left(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.5, recv_left)
+        elif scalar and assign is not None and key is None:
             self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
-                      f"'{recv.id}' is used as a scalar elsewhere (e.g. .item() or printing) but is assigned "
+                      f"'{base.id}' is used as a scalar elsewhere (e.g. .item() or printing) but is assigned "
                       f"a non-scalar value here.", 0.9)
-            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.6)
+            self._add_left(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.6, recv_left)
         else:
-            self.ctx.add(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.9)
-            if assign is not None:
+            self._add_left(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.9, recv_left)
+            if assign is not None and key is None:
                 self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
-                          f"'{recv.id}' is assigned a non-scalar value here.", 0.6)
+                          f"'{base.id}' is assigned a non-scalar value here.", 0.6)
         if self.ctx.diag.field("dtype"):
             self.ctx.notes.append(f"The output is complex ({self.ctx.diag.field('dtype')}); backward() needs a real "
                               f"scalar, e.g. .abs().mean() or .real.")
+
+    def _receiver_base(self, sf: SourceFile, scope: ast.AST, recv: ast.AST, line: int
+                       ) -> Tuple[Optional[ast.Name], Optional[str]]:
+        """The variable behind backward()'s receiver and the dict key read from it: ``loss`` ->
+        (loss, None); ``loss / accum`` or ``2 * loss`` -> (loss, None); ``losses["total"]`` ->
+        (losses, "total"); (None, None) for anything else."""
+        if isinstance(recv, ast.BinOp) and isinstance(recv.op, (ast.Div, ast.Mult)):
+            for tensor, number in ((recv.left, recv.right), (recv.right, recv.left)):
+                if isinstance(recv.op, ast.Div) and tensor is recv.right:
+                    continue
+                if isinstance(tensor, ast.Name) and self._scale(sf, scope, number, line):
+                    return tensor, None
+            return None, None
+        if isinstance(recv, ast.Name):
+            return recv, None
+        if isinstance(recv, ast.Subscript) and isinstance(recv.value, ast.Name) and const_str(recv.slice):
+            return recv.value, const_str(recv.slice)
+        return None, None
+
+    def _scale(self, sf: SourceFile, scope: ast.AST, node: ast.AST, line: int) -> bool:
+        """A number a loss is scaled by: a literal or a name holding one, a config value
+        (``args.accum_steps``), ``len(...)``."""
+        if self.is_number(sf, scope, node, line):
+            return True
+        if isinstance(node, ast.Attribute):
+            return isinstance(unwrap_chain(node.value), (ast.Name, ast.Attribute))
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("len", "float", "int")
+
+    def _left(self, sf: SourceFile, node: ast.AST, fix: str, called: str = "") -> str:
+        """Why reducing ``fix`` (where: "at backward() alone", "only at this assignment") leaves the
+        read ``node`` a tensor of many elements; ``called``: the read is of another call's result."""
+        code = " ".join((sf.line_text(node.lineno) or "").split())
+        if len(code) > 60:
+            code = code[:57] + "..."
+        where = f"{sf.rel}:{node.lineno} ({code})"
+        if called:
+            return (f"{called} is also called at {where}, whose result is read as a number; reducing {fix} "
+                    f"leaves that a tensor of many elements")
+        if isinstance(sf.parent(node), (ast.Return, ast.Yield)):
+            return f"the loss is returned at {where}; reducing {fix} leaves the callers a tensor of many elements"
+        return f"the loss is also read as a number at {where}; reducing {fix} leaves it a tensor of many elements there"
+
+    def _add_left(self, sf: SourceFile, line: int, col: int, kind: str, reason: str, score: float,
+                  left: str) -> None:
+        """Add a site whose fix leaves a use of the loss (``left``, "" for none): it is marked, and
+        it ranks below the sites whose fix covers that use (its patches are insufficient)."""
+        self.ctx.add(sf, line, col, kind, reason + (f" Fixing only here is not enough: {left}." if left else ""),
+                     min(score, 0.4) if left else score)
+        if left:
+            self.ctx.sites[-1] = replace(self.ctx.sites[-1], uncovered=left)
+
+    def _callers_need(self, loss_returns, own_call: Optional[ast.AST]):
+        """Another call of the loss function whose result is read as a number (the evaluation pass
+        after the first epoch): (its file, the read, the function's name), or None."""
+        for rsf, ret in loss_returns:
+            fn = rsf.scope_of(ret)
+            for osf, c in self.call_sites(rsf, fn):
+                if c is own_call:
+                    continue
+                need = self.result_need(osf, c)
+                if need is not None:
+                    return osf, need, func_name(rsf, ret)
+        return None
+
+    def _criterion_need(self, csf: SourceFile, kw: ast.keyword, own_call: Optional[ast.AST]):
+        """Another call of the criterion built at ``kw`` whose result is read as a number, as
+        :meth:`_callers_need`."""
+        ctor = csf.parent(kw)
+        holder = csf.parent(ctor)
+        while isinstance(holder, ast.Attribute) or (isinstance(holder, ast.Call) and isinstance(holder.func, ast.Attribute)
+                                                     and holder.func.value is not None and holder is not ctor
+                                                     and contains(holder.func.value, ctor)):
+            holder = csf.parent(holder)          # nn.MSELoss(reduction="none").to(device)
+        if not (isinstance(holder, ast.Assign) and len(holder.targets) == 1):
+            return None
+        for osf, c in self.object_calls(csf, csf.scope_of(holder), holder.targets[0]):
+            if c is own_call:
+                continue
+            need = self.result_need(osf, c)
+            if need is not None:
+                return osf, need, f"the criterion built at {csf.rel}:{kw.lineno}"
+        return None
 
     def _crit_origin(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int,
                      consumer: ast.AST, depth: int = 0, frame_i: int = -1
@@ -149,6 +253,8 @@ class _Nonscalar(Tracer):
             if kw is not None:
                 return (sf, kw) if const_str(kw.value) == "none" else None
             ctor = self.ctor_value(sf, scope, expr.func, line) if isinstance(expr.func, (ast.Name, ast.Attribute)) else None
+            if ctor is None and isinstance(expr.func, ast.Name) and frame_i >= 0 and is_param(scope, expr.func.id):
+                ctor = self._ctor_from_caller(scope, expr.func.id, frame_i)   # train(model, criterion, ...)
             if ctor is not None and isinstance(unwrap_chain(ctor[1]), ast.Call):
                 kw = keyword(unwrap_chain(ctor[1]), "reduction")  # type: ignore[arg-type]
                 if kw is not None and const_str(kw.value) == "none":
@@ -171,15 +277,26 @@ class _Nonscalar(Tracer):
                 return None
             if not self.only_consumed(sf, scope, expr.id, a, consumer):
                 return None
-            return self._crit_origin(sf, scope, a.value, a.lineno, a.value, depth + 1)
+            return self._crit_origin(sf, scope, a.value, a.lineno, a.value, depth + 1, frame_i)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Div, ast.Mult)):
             # `criterion(out, y) / accum_steps`: scaling by a number keeps one value per sample
             for tensor, number in ((expr.left, expr.right), (expr.right, expr.left)):
                 if isinstance(expr.op, ast.Div) and tensor is expr.right:
                     continue
-                if self.is_number(sf, scope, number, line):
-                    return self._crit_origin(sf, scope, tensor, line, consumer, depth + 1, frame_i)
+                if self._scale(sf, scope, number, line):
+                    return self._crit_origin(sf, scope, tensor, line, tensor if isinstance(tensor, ast.Name)
+                                             else consumer, depth + 1, frame_i)
         return None
+
+    def _ctor_from_caller(self, fn: ast.AST, param: str, frame_i: int):
+        """What the caller passed for the crash function's parameter ``param`` was built from."""
+        found = self.caller_argument(fn, param, frame_i)
+        if found is None:
+            return None
+        osf, call, arg, line = found
+        if isinstance(arg, (ast.Name, ast.Attribute)):
+            return self.ctor_value(osf, osf.scope_of(call), arg, line)
+        return (osf, arg) if isinstance(arg, ast.Call) else None
 
     def _crit_from_caller(self, fn: ast.AST, param: str, frame_i: int, depth: int):
         """Follow a parameter of the crash function to the argument its caller passed."""
@@ -333,13 +450,14 @@ class _Nonscalar(Tracer):
 
     def _fed_by_unreduced_criterion(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int,
                                     depth: int = 0) -> bool:
-        """Does a reduction='none' criterion call feed expr (through names, arithmetic, indexing)?"""
+        """Does a reduction='none' criterion call, or a reduction over some dimensions only
+        (``.sum(dim=1)``: one value per sample), feed expr (through names, arithmetic, indexing)?"""
         if depth > MAX_DEPTH or expr is None:
             return False
         for node in ast.walk(expr):
             if isinstance(node, ast.Call):
                 kw = keyword(node, "reduction")
-                if kw is not None and const_str(kw.value) == "none":
+                if kw is not None and const_str(kw.value) == "none" or self._partial_reduction(sf, node):
                     return True
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 a = self.last_assign(sf, scope, node.id, line)
@@ -347,6 +465,16 @@ class _Nonscalar(Tracer):
                         self._fed_by_unreduced_criterion(sf, scope, a.value, a.lineno, depth + 1):
                     return True
         return False
+
+    def _partial_reduction(self, sf: SourceFile, call: ast.Call) -> bool:
+        """``x.sum(dim=1)``, ``x.mean(1)``, ``torch.sum(x, dim=1)``: reduced over some dimensions
+        only (with keepdim or not), so one value per sample is left."""
+        name = last_name(call.func)
+        if name not in ("sum", "mean"):
+            return False
+        full = self.full_name(sf, call.func)
+        n_pos = 1 if full in ("torch.sum", "torch.mean") else 0
+        return len(call.args) > n_pos or not _no_dim(call)
 
     def _per_sample_returns(self) -> None:
         """The crash is inside a library (Lightning, a Trainer): look at training_step/compute_loss."""
