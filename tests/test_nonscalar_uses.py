@@ -384,3 +384,52 @@ def test_apply_then_the_program_runs_through_its_evaluation(name, crashes, tmp_p
     assert applied.returncode == 0, applied.stderr
     after = run_script(root)
     assert after.returncode == 0, after.stderr[-800:]
+
+
+RETURNED = {
+    "trainer.py": d('''
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model, lr=0.05):
+                self.model = model
+                self.opt = torch.optim.SGD(model.parameters(), lr=lr)
+
+            def train_step(self, x, y):
+                self.opt.zero_grad()
+                loss = (self.model(x) - y) ** 2
+                loss.backward()
+                self.opt.step()
+                return loss
+        '''),
+    "train.py": d('''
+        import torch
+
+        from trainer import Trainer
+
+        torch.manual_seed(0)
+        trainer = Trainer(torch.nn.Linear(4, 1))
+        x, y = torch.randn(16, 4), torch.randn(16, 1)
+        for step in range(3):
+            loss = trainer.train_step(x, y)
+            print(f"step {step} loss {loss.item():.4f}")
+        '''),
+}
+
+
+def test_first_site_is_the_same_in_every_format_and_without_patches(tmp_path):
+    """`return loss` after backward(): reducing only at backward() is insufficient, so the
+    assignment is first, whether or not patches are computed (issue 22 item 2)."""
+    for f, t in RETURNED.items():
+        (tmp_path / f).write_text(t)
+    proc = run_script(tmp_path)
+    (tmp_path / "crash.log").write_text(proc.stdout + proc.stderr)
+    want = "trainer.py:" + str(RETURNED["trainer.py"].splitlines().index("        loss = (self.model(x) - y) ** 2") + 1)
+    for extra in ((), ("--no-patch",)):
+        diag = json.loads(_tracefix(tmp_path, "--format", "json", *extra).stdout)["diagnoses"][0]
+        assert f"{diag['fix_sites'][0]['path']}:{diag['fix_sites'][0]['line']}" == want
+        first_line = _tracefix(tmp_path, "--format", "quickfix", *extra).stdout.splitlines()[0]
+        assert f"/{want}:" in first_line and "fix here" in first_line
+        assert f"fix site:   {want}" in _tracefix(tmp_path, "--format", "plain", *extra).stdout
+    assert f"fix site:   {want}" in _tracefix(tmp_path, "--format", "rich").stdout

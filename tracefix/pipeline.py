@@ -129,6 +129,14 @@ def _in_notebook(d: Diagnosis) -> bool:
     return any(s.path.lower().endswith(".ipynb") for s in sites)
 
 
+def _covering_first(d: Diagnosis) -> Diagnosis:
+    """The sites whose fix the locator knows leaves a use unreduced (``FixSite.uncovered``: their
+    patches are insufficient) after the others, on the cheap path too, so that the first site is
+    the same with or without patches (--no-patch, quickfix)."""
+    sites = sorted(d.fix_sites, key=lambda s: bool(s.uncovered))   # stable: the locator's order
+    return d if list(sites) == list(d.fix_sites) else replace(d, fix_sites=tuple(sites))
+
+
 def _recommended_first(sites: Tuple[FixSite, ...], patches) -> Tuple[FixSite, ...]:
     """The sites with the one the recommended patch fixes first: when every fix of the best-ranked
     site only moves the error (insufficient), "fix site" names the line the recommendation changes."""
@@ -187,6 +195,7 @@ def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patch
                 unknown.append((t, m))
     more = (sum(r.more_diagnoses for r in reports), sum(r.more_unrecognized for r in reports))
     report = locate_all(Report(tuple(diags), tuple(unknown), *more), entries, root, search)
+    report = replace(report, diagnoses=tuple(_covering_first(d) for d in report.diagnoses))
     # libcst costs ~0.1-0.3 s to import: only pay for it when there is a site to patch
     if patches and any(d.fix_sites for d in report.diagnoses):
         report = propose_all(report, root)
