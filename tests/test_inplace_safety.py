@@ -158,10 +158,16 @@ def test_a_used_result_of_a_local_nothing_reads_again_is_safe(tmp_path, body, li
     assert "std.mul(" in p.files[0][2] and "mul_" not in p.files[0][2]
 
 
+def test_a_used_result_whose_receiver_is_read_again_rebinds_both(tmp_path):
+    """`z = std.mul_(e)` left z and std on one changed tensor: `z = std = std.mul(e)` keeps that."""
+    body = ("import torch\ndef f(mu, logvar):\n    std = torch.exp(0.5 * logvar)\n"
+            "    z = std.mul_(torch.randn_like(std))\n    return z + mu, std\n")
+    p = first(tmp_path, body, 4, "inplace-method")
+    assert p.applicability == "safe", p.reason
+    assert "    z = std = std.mul(torch.randn_like(std))\n" in p.files[0][2]
+
+
 @pytest.mark.parametrize("body, line, said", [
-    # read again afterwards
-    ("import torch\ndef f(mu, logvar):\n    std = torch.exp(0.5 * logvar)\n    z = std.mul_(torch.randn_like(std))\n"
-     "    return z + mu, std\n", 4, "(read at line 5)"),
     # read again in the same statement
     ("import torch\ndef f(logvar):\n    std = torch.exp(logvar)\n    return std.mul_(2) + std\n", 4, "no longer modified"),
     # the caller's tensor

@@ -201,7 +201,9 @@ def test_settled():
 def test_inplace_method_expression_is_unsafe(tmp_path):
     write(tmp_path, "def f(x):\n    y = x.mul_(2)\n    z = x.add_(1)\n    x = x.sub_(1)\n    return y\n")
     p = propose(diag_for([site(2, "inplace-method")]), tmp_path)[0]
-    assert p.applicability == "unsafe" and "'x' is no longer modified" in p.reason
+    # x is read again (line 3): both names are bound to the new tensor, but the caller's x is not
+    assert p.applicability == "unsafe" and "'x' is a parameter of f()" in p.reason
+    assert "y = x = x.mul(2)" in p.files[0][2]
     p = propose(diag_for([site(4, "inplace-method")]), tmp_path)[0]
     assert p.applicability == "safe" and "x = x.sub(1)" in p.files[0][2]
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwarg, positional, remove_arg
-from tracefix.patcher.rebind import (dropped_write_risk, in_loop, names_read as _names, reads_name, rebind_risk,
-                                     view_risk, view_root)
+from tracefix.patcher.rebind import (Sources, dropped_write_risk, hook_of, in_loop, names_read as _names, read_after,
+                                     reads_name, rebind_risk, view_risk, view_root)
 from tracefix.records import FixSite
 
 _AUG_TO_BIN = {
@@ -70,10 +70,12 @@ def augassign(ctx: Context, site: FixSite) -> List[Option]:
 
     target = src.code(node.target)
     op_text = src.code(node.operator).strip()
-    risk = rebind_risk(src, node, target) if isinstance(node.target, cst.Name) else ""
+    text, risk = src.replace(node, make), ""
+    if isinstance(node.target, cst.Name):
+        text, risk = _rebound(src, node, target, _sources(ctx, site, src), text)
     return [Option(f"Replace the in-place `{target} {op_text} ...` with an out-of-place `{target} = {target} "
                    f"{op_text[:-1]} ...` so the tensor saved for backward keeps its value", _label(risk), risk,
-                   {site.path: src.replace(node, make)})]
+                   {site.path: text})]
 
 
 def _label(risk: str) -> str:
@@ -109,6 +111,34 @@ def _number(node: cst.BaseExpression) -> bool:
 _FUNCTION_MODULES = {"torch", "F", "nn.functional", "torch.nn.functional", "functional"}
 
 
+def _chain(src: Source, call: cst.Call) -> List[cst.Call]:
+    """The run of in-place calls ``call`` is part of, innermost first: ``h.mul_(a).add_(b)`` changes ``h``
+    twice (an in-place method returns its receiver), so the run is rewritten as one."""
+    while isinstance(call.func.value, cst.Call) and _inplace_call(call.func.value):
+        call = call.func.value
+    calls = [call]
+    while True:
+        attr = src.parents.get(calls[-1])
+        outer = src.parents.get(attr) if isinstance(attr, cst.Attribute) else None
+        if not (isinstance(outer, cst.Call) and outer.func is attr and _inplace_call(outer)):
+            return calls
+        calls.append(outer)
+
+
+def _twin(call: cst.Call, receiver: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The out-of-place form of an in-place method call ``call``, applied to ``receiver``."""
+    name = call.func.attr.value
+    if name == "zero_" and not call.args:
+        return cst.Call(func=expr("torch.zeros_like"), args=[cst.Arg(receiver)])
+    if name == "fill_" and len(call.args) == 1 and _number(call.args[0].value):
+        return cst.Call(func=expr("torch.full_like"),
+                        args=[cst.Arg(receiver, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                              cst.Arg(call.args[0].value)])
+    if name in NO_OUT_OF_PLACE:
+        return None
+    return call.with_changes(func=call.func.with_changes(value=receiver, attr=cst.Name(name[:-1])))
+
+
 @fixer("inplace-method")
 def inplace_method(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)
@@ -117,48 +147,164 @@ def inplace_method(ctx: Context, site: FixSite) -> List[Option]:
     call = src.find(site.line, site.col, cst.Call, _inplace_call)
     if call is None:
         return []
-    new_call = _out_of_place(src, call)
+    calls = _chain(src, call)
+    new_call = _out_of_place(src, calls[0])
+    for outer in calls[1:]:
+        new_call = None if new_call is None else _twin(outer, new_call)
     if new_call is None:
         return []
-    method = call.func.attr.value
-    receiver = call.func.value
+    top = calls[-1]
+    method = ".".join(c.func.attr.value for c in calls)
+    receiver = calls[0].func.value
     if dotted(receiver) in _FUNCTION_MODULES:
         # torch.sigmoid_(logits) / F.relu_(h): the tensor modified is the first argument, not `torch`
-        args = positional(call)
+        args = positional(calls[0])
         if not args:
             return []
         receiver = args[0].value
     rcode = src.code(receiver).strip()
-    called = f"{src.code(call.func).strip()}(...)"
-    parent = src.parent(call)
+    called = f"{src.code(top.func).strip()}(...)" if len(calls) == 1 else " ".join(src.code(top).split())
+    new_code = " ".join(cst.Module([]).code_for_node(new_call).split())
+    if len(new_code) > 80:
+        new_code = new_code[:77] + "..."
+    uses_torch = any(isinstance(n, cst.Call) and dotted(n.func).startswith("torch.") for n in _walk(new_call))
+    sources = _sources(ctx, site, src)
+    parent = src.parent(top)
     if isinstance(parent, cst.Expr) and isinstance(receiver, ASSIGNABLE):
         def make(n: cst.Expr) -> cst.Assign:
             return cst.Assign(targets=[cst.AssignTarget(target=receiver)], value=new_call, semicolon=n.semicolon)
         text = src.replace(parent, make)
-        new_code = src.code(call.func).strip()[:-1] if receiver is not call.func.value else f"{rcode}.{method[:-1]}"
-        risk = rebind_risk(src, parent, rcode) if isinstance(receiver, cst.Name) else ""
-        return [Option(f"Replace `{called}` with `{rcode} = {new_code}(...)`: a new tensor "
+        risk = ""
+        if isinstance(receiver, cst.Name):
+            text, risk = _rebound(src, parent, rcode, sources, text)
+        return [Option(f"Replace `{called}` with `{rcode} = {new_code}`: a new tensor "
                        "instead of changing the one saved for backward", _label(risk), risk,
-                       {site.path: _torch(text, new_call)})]
+                       {site.path: _torch(text, uses_torch)})]
     if isinstance(parent, cst.Expr):
         return []  # a.view(-1).relu_(): nothing to assign the result to
-    text = src.replace(call, lambda n: new_call)
+    if isinstance(parent, cst.Assign) and isinstance(receiver, cst.Name) and \
+            rcode not in {src.code(t.target).strip() for t in parent.targets} and read_after(src, parent, rcode):
+        # `y = h.mul_(2)` and h is read later: bind both names, as the in-place call left both on one tensor
+        text = src.replace(parent, lambda n: n.with_changes(
+            targets=[*n.targets, cst.AssignTarget(target=receiver)], value=new_call))
+        risk = rebind_risk(src, parent, rcode, sources)
+        shown = " = ".join(src.code(t.target).strip() for t in parent.targets)
+        return [Option(f"Replace `{called}` with `{shown} = {rcode} = {new_code}`, so '{rcode}' read later sees "
+                       "the new value too", _label(risk), risk, {site.path: _torch(text, uses_torch)})]
+    text = src.replace(top, lambda n: new_call)
     safe = (isinstance(parent, cst.Assign) and len(parent.targets) == 1
             and src.code(parent.targets[0].target).strip() == rcode)
     risk = "" if safe else (f"'{rcode}' is no longer modified in place; code that reads '{rcode}' after "
                             "this line and relied on that change must use the returned value")
     if safe and isinstance(receiver, cst.Name):   # `x = x.op_()`: rebound already, but a view's base lost the write
         risk = view_risk(src, parent, rcode)
-    elif isinstance(receiver, cst.Name) and src.small_statement_of(call) is not None:
+    elif isinstance(receiver, cst.Name) and src.small_statement_of(top) is not None:
         # `return std.mul_(eps).add_(mu)`: only code that sees `std` later could miss the change
-        risk = dropped_write_risk(src, call, rcode)
-    return [Option(f"Use the out-of-place `{method[:-1]}` instead of `{method}`", _label(risk), risk,
-                   {site.path: _torch(text, new_call)})]
+        risk = dropped_write_risk(src, top, rcode, sources)
+    shown = f"`{method[:-1]}` instead of `{method}`" if len(calls) == 1 else f"`{new_code}` instead of `{called}`"
+    return [Option(f"Use the out-of-place {shown}", _label(risk), risk,
+                   {site.path: _torch(text, uses_torch)})]
 
 
-def _torch(text: str, new: cst.CSTNode) -> str:
+def _rebound(src: Source, stmt: cst.CSTNode, name: str, sources: Sources, text: str) -> Tuple[str, str]:
+    """(text, risk) for a rewrite binding ``name`` to a new tensor at ``stmt``: in a hook whose return
+    value replaces ``name`` and that returns nothing, the hook now returns ``name`` (else the new
+    tensor would be dropped)."""
+    hook = hook_of(src, stmt, name, sources)
+    if hook:
+        returned = _return_name(src, stmt, name, text)
+        if returned is not None:
+            return returned, rebind_risk(src, stmt, name, sources, returned=True)
+    return text, rebind_risk(src, stmt, name, sources)
+
+
+class _BareReturns(cst.CSTTransformer):
+    """``return`` -> ``return <name>`` in one function body (not in functions nested in it)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        if updated_node.value is not None:
+            return updated_node
+        return updated_node.with_changes(value=cst.Name(self.name), whitespace_after_return=cst.SimpleWhitespace(" "))
+
+
+def _return_name(src: Source, stmt: cst.CSTNode, name: str, text: str) -> Optional[str]:
+    """``text`` (src with ``stmt`` rewritten) with the function holding ``stmt`` returning ``name``
+    wherever it ended without a value; None when that cannot be done."""
+    fn = next((a for a in src.ancestors(stmt) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+    if not isinstance(fn, cst.FunctionDef):
+        return None
+    line = src.line_of(fn)
+    new = Source.parse(str(text))
+    if new is None:
+        return None
+    target = next((f for f in new.all(cst.FunctionDef, lambda f: f.name.value == fn.name.value)
+                   if new.line_of(f) == line), None)
+    if target is None or not isinstance(target.body, cst.IndentedBlock):
+        return None
+
+    def make(f: cst.FunctionDef) -> cst.FunctionDef:
+        body = f.body.visit(_BareReturns(name))
+        stmts = list(body.body)
+        last = stmts[-1] if stmts else None
+        if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))):
+            stmts.append(cst.SimpleStatementLine(body=[cst.Return(value=cst.Name(name))]))
+        return f.with_changes(body=body.with_changes(body=stmts))
+
+    return new.replace(target, make)
+
+
+def _sources(ctx: Context, site: FixSite, src: Source) -> Sources:
+    """The files where a function's callers and hook registrations are looked for, parsed when first
+    asked: the fix site's own file, the other files the diagnosis names, then its folder's .py files."""
+    cache: List[Tuple[str, Source]] = []
+
+    def get() -> List[Tuple[str, Source]]:
+        if cache:
+            return cache
+        cache.append((site.path, src))
+        names = [s.path for s in ctx.diag.fix_sites]
+        if ctx.diag.crash_site is not None:
+            names.append(ctx.diag.crash_site.path)
+        tb = ctx.diag.traceback
+        for frame in (*tb.frames, *tb.anomaly_frames):
+            parts = [p for p in frame.path.replace("\\", "/").split("/") if p and p != "."]
+            tail = next((t for t in ("/".join(parts[k:]) for k in range(len(parts))) if (ctx.root / t).is_file()), "")
+            if tail and "site-packages/" not in frame.path and not frame.path.startswith("<"):
+                names.append(tail)
+        folder = site.path.rsplit("/", 1)[0] + "/" if "/" in site.path else ""
+        try:
+            names += sorted(folder + p.name for p in (ctx.root / folder).glob("*.py"))[:30]
+        except OSError:
+            pass
+        seen = {site.path}
+        for rel in names:
+            if rel in seen or not (ctx.root / rel).is_file():
+                continue
+            seen.add(rel)
+            other = ctx.source(rel)
+            if other is not None:
+                cache.append((rel, other))
+        return cache
+
+    return get
+
+
+def _torch(text: str, uses_torch: bool) -> str:
     from tracefix.patcher.cstedit import ensure_torch
-    return ensure_torch(text) if isinstance(new, cst.Call) and dotted(new.func).startswith("torch.") else text
+    return ensure_torch(text) if uses_torch else text
 
 
 # inplace is the n-th positional parameter of these modules
@@ -275,6 +421,8 @@ def inplace_subscript(ctx: Context, site: FixSite) -> List[Option]:
     if text is None:
         return []
     risk = _clone_risk(src, node, base, code)
+    if isinstance(base, cst.Name) and not reads_name(node.value, code):
+        text, risk = _rebound(src, node, code, _sources(ctx, site, src), text)
     return [Option(f"Write into a copy: insert `{code} = {code}.clone()` before the indexed assignment, so the tensor "
                    "saved for backward is left untouched", _label(risk), risk, {site.path: text})]
 
@@ -338,10 +486,13 @@ def inplace_out(ctx: Context, site: FixSite) -> List[Option]:
                           semicolon=n.semicolon)
 
     aliased = not isinstance(target, cst.Name) or _aliased(src, code)
-    risk = (f"{code} may be aliased (a view or another name shares its memory); those no longer see the result"
-            if aliased else rebind_risk(src, parent, code))
+    text = src.replace(parent, make)
+    if aliased:
+        risk = f"{code} may be aliased (a view or another name shares its memory); those no longer see the result"
+    else:
+        text, risk = _rebound(src, parent, code, _sources(ctx, site, src), text)
     return [Option(f"Assign the result instead of writing into `{code}` with out=", _label(risk), risk,
-                   {site.path: src.replace(parent, make)})]
+                   {site.path: text})]
 
 
 # -- optimizer.step() between two backward passes -------------------------------------------------

@@ -8,11 +8,15 @@ the new value reaches the code that read the old one: ``N`` is read afterwards i
 """
 from __future__ import annotations
 
-from typing import AbstractSet, List, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from tracefix.patcher.cstedit import Source
+from tracefix.patcher.cstedit import Source, dotted, keyword, positional
+
+# the files to look in for a function's callers and hook registrations: (path, parsed) pairs, made
+# only when asked (a fixer's own file first)
+Sources = Callable[[], Iterable[Tuple[str, Source]]]
 
 # methods and attributes returning a view of (or the same memory as) their receiver
 VIEW_METHODS = {"view", "view_as", "narrow", "select", "transpose", "t", "permute", "expand", "expand_as",
@@ -28,23 +32,30 @@ _SCOPES = (cst.FunctionDef, cst.Lambda)
 _LOOPS = (cst.For, cst.While)
 
 
-def rebind_risk(src: Source, stmt: cst.CSTNode, name: str) -> str:
+def rebind_risk(src: Source, stmt: cst.CSTNode, name: str, sources: Optional[Sources] = None,
+                returned: bool = False) -> str:
     """Why binding ``name`` to a new tensor at ``stmt`` (a small statement) loses what the in-place
-    write did; "" when nothing is lost."""
+    write did; "" when nothing is lost.  ``returned``: the rewrite also returns ``name`` from a hook
+    whose return value replaces it.  ``sources``: where to look for the function's callers."""
     scope = _scope(src, stmt)
+    if returned:
+        return view_risk(src, stmt, name)
     occ = _occurrences(src, scope, name, stmt)
     reads = _reads_after(src, stmt, scope, name, occ)
+    caller = caller_read(src, scope, name, sources)
     if not reads:
         return (f"'{name}' is not read after this write, so the write would go to a copy that nothing uses "
-                "(the in-place change was meant for the caller's tensor)")
+                f"(the in-place change was meant for the caller's tensor){caller}")
     owner = _caller_owned(src, stmt, scope, name)
     if owner and not any(_in_return(src, n, scope) for n in reads):
         return (f"'{name}' is {owner} and is not returned: the in-place write also changed the caller's tensor, "
-                "which the rewrite (a new tensor bound to a local name) no longer does")
+                f"which the rewrite (a new tensor bound to a local name) no longer does{caller}")
+    if owner and caller:
+        return f"'{name}' is {owner}: the in-place write also changed the caller's tensor{caller}"
     return view_risk(src, stmt, name)
 
 
-def dropped_write_risk(src: Source, call: cst.Call, name: str) -> str:
+def dropped_write_risk(src: Source, call: cst.Call, name: str, sources: Optional[Sources] = None) -> str:
     """Why leaving ``name`` unchanged at ``call`` (``name.op_()`` replaced by ``name.op()`` whose result
     is used right there) loses what the in-place write did: someone reads ``name`` afterwards, it is
     the caller's tensor, or a view of one read later; "" when nothing sees the difference."""
@@ -62,7 +73,7 @@ def dropped_write_risk(src: Source, call: cst.Call, name: str) -> str:
     owner = _caller_owned(src, stmt, scope, name)
     if owner:
         return (f"'{name}' is {owner}: the in-place write also changed the caller's tensor, which the "
-                "out-of-place form no longer does")
+                f"out-of-place form no longer does{caller_read(src, scope, name, sources)}")
     return view_risk(src, stmt, name)
 
 
@@ -82,6 +93,12 @@ def view_risk(src: Source, stmt: cst.CSTNode, name: str) -> str:
         return ""
     return (f"'{name}' is a view of '{base.value}': the in-place write also changed '{base.value}' "
             f"(read at line {src.line_of(reads[0])}), which the out-of-place form no longer does")
+
+
+def read_after(src: Source, stmt: cst.CSTNode, name: str) -> List[cst.Name]:
+    """The reads of ``name`` that see the value it has after ``stmt`` (a small statement)."""
+    scope = _scope(src, stmt)
+    return _reads_after(src, stmt, scope, name, _occurrences(src, scope, name, stmt))
 
 
 def names_read(node: cst.CSTNode, skip_callees: bool = False) -> Set[str]:
@@ -119,6 +136,103 @@ def reads_name(node: cst.CSTNode, name: str) -> bool:
 def in_loop(src: Source, stmt: cst.CSTNode) -> bool:
     """Is ``stmt`` inside a for/while loop of its own scope?"""
     return bool(_loops(src, stmt, _scope(src, stmt)))
+
+
+# -- hooks and callers ------------------------------------------------------------------------------
+# registrations whose hook's return value (when not None) replaces its last positional argument:
+# a forward hook's ``output``, a tensor hook's ``grad``
+HOOKS = {"register_forward_hook": "a forward hook", "register_hook": "a tensor hook"}
+
+
+def hook_of(src: Source, stmt: cst.CSTNode, name: str, sources: Optional[Sources] = None) -> str:
+    """"a forward hook" / "a tensor hook" when ``stmt`` is in a function registered (in ``sources``) as
+    such a hook, ``name`` is the argument its return value replaces, and the function returns no value
+    (so returning the new value is what keeps the change); "" otherwise."""
+    scope = _scope(src, stmt)
+    if not isinstance(scope, cst.FunctionDef) or not isinstance(scope.body, cst.IndentedBlock):
+        return ""
+    params = [*scope.params.posonly_params, *scope.params.params]
+    if not params or params[-1].name.value != name or _returns_value(scope):
+        return ""
+    fn = scope.name.value
+    for _path, s in (sources() if sources else [("", src)]):
+        for call in s.all(cst.Call, lambda n: isinstance(n.func, cst.Attribute) and n.func.attr.value in HOOKS):
+            arg = (positional(call) or [keyword(call, "hook")])[0]
+            if arg is None:
+                continue
+            v = arg.value
+            if isinstance(v, cst.Call) and dotted(v.func).rsplit(".", 1)[-1] == "partial" and positional(v):
+                v = positional(v)[0].value     # functools.partial(hook, ...)
+            if dotted(v).rsplit(".", 1)[-1] == fn:
+                return HOOKS[call.func.attr.value]
+    return ""
+
+
+def _returns_value(fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` itself (not a nested function) return a value or yield?"""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is fn
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Return(self, n: cst.Return) -> None:
+            if n.value is not None:
+                found.append(n)
+
+        def visit_Yield(self, n: cst.Yield) -> None:
+            found.append(n)
+
+    fn.visit(V())
+    return bool(found)
+
+
+def caller_read(src: Source, scope: cst.CSTNode, name: str, sources: Optional[Sources] = None) -> str:
+    """``'; train.py:12 reads 'y' after norm_(y) (line 11)...'`` when a caller of the function ``scope``
+    passes a variable as its parameter ``name`` and reads that variable after the call without
+    rebinding it to the result (it relied on the in-place change); "" when no caller found does."""
+    if not isinstance(scope, cst.FunctionDef) or sources is None:
+        return ""
+    p = scope.params
+    params = [*p.posonly_params, *p.params]
+    names = [q.name.value for q in params]
+    kwonly = {q.name.value for q in p.kwonly_params}
+    if name not in names and name not in kwonly:
+        return ""
+    fn = scope.name.value
+    method = bool(names) and names[0] in ("self", "cls")
+    for path, s in sources():
+        for call in s.all(cst.Call, lambda n: dotted(n.func).rsplit(".", 1)[-1] == fn):
+            if method and not isinstance(call.func, cst.Attribute):
+                continue
+            arg = keyword(call, name)
+            if arg is None and name in names and not any(a.star for a in call.args):
+                at = names.index(name) - (1 if method else 0)
+                pos = positional(call)
+                arg = pos[at] if 0 <= at < len(pos) else None
+            if arg is None or not isinstance(arg.value, cst.Name):
+                continue
+            var = arg.value.value
+            stmt = s.small_statement_of(call)
+            if stmt is None or isinstance(stmt, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == var for t in stmt.targets):
+                continue     # `y = norm_(y)`: the caller reads the returned value
+            where = _scope(s, stmt)
+            inside = {id(n) for n in _nodes(call)}
+            later = [n for n in _nodes(stmt) if isinstance(n, cst.Name) and n.value == var and id(n) not in inside
+                     and not _is_store(s, n)]
+            reads = later or _reads_after(s, stmt, where, var, _occurrences(s, where, var, stmt))
+            if reads:
+                at_ = f"{path}:{s.line_of(reads[0])}" if path else f"line {s.line_of(reads[0])}"
+                return (f"; {at_} reads '{var}' after {dotted(call.func)}({var}) (line {s.line_of(call)}) without "
+                        f"rebinding it to the result, so it would see the old value")
+    return ""
 
 
 # -- helpers ----------------------------------------------------------------------------------------
