@@ -179,6 +179,9 @@ def undo_cmd(root, force) -> None:
 @click.option("--verify", is_flag=True, help="After --apply, re-run until a few optimizer steps succeed.")
 @click.option("--steps", type=click.IntRange(1, 1000), default=2, show_default=True,
               help="Successful backward passes + optimizer steps that --verify waits for.")
+@click.option("--verify-timeout", "verify_timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="With --verify: after the steps, let the command run on for at most SECONDS (default 60; "
+                   "0 stops right after the steps).")
 @click.option("--anomaly", is_flag=True,
               help="For an in-place error the witness could not explain, re-run once under anomaly mode (slow) to pinpoint it.")
 @click.option("--no-witness", "no_witness", is_flag=True,
@@ -192,7 +195,8 @@ def undo_cmd(root, force) -> None:
 @click.option("--pick", type=PATCH_NUMBER, default=None, metavar="N",
               help="With --apply: write patch N instead of the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def run_cmd(do_apply, verify, steps, anomaly, no_witness, root, fmt, knowledge_dirs, pick, command) -> None:
+def run_cmd(do_apply, verify, steps, verify_timeout, anomaly, no_witness, root, fmt, knowledge_dirs, pick,
+            command) -> None:
     """Run COMMAND (after --); if it crashes, diagnose it (and patch, verify)."""
     from tracefix.runner import run_main
 
@@ -200,6 +204,8 @@ def run_cmd(do_apply, verify, steps, anomaly, no_witness, root, fmt, knowledge_d
         raise click.UsageError("--pick N chooses the patch that --apply writes; add --apply")
     if verify and not do_apply:
         raise click.UsageError("--verify re-runs the command after --apply wrote a patch; add --apply")
+    if verify_timeout is not None and not verify:
+        raise click.UsageError("--verify-timeout bounds the --verify re-run; add --verify")
     if command and command[0].startswith("-") and command[0] != "--":
         # options go before `--`; a command never starts with "-"
         raise click.NoSuchOption(command[0])
@@ -207,21 +213,27 @@ def run_cmd(do_apply, verify, steps, anomaly, no_witness, root, fmt, knowledge_d
     entries = _load(knowledge_dirs)
     sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),
                       apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=_color(),
-                      witness=not no_witness))
+                      witness=not no_witness,
+                      **({} if verify_timeout is None else {"verify_timeout": verify_timeout})))
 
 
 @main_group.command("hook")
 @click.option("--print-env", is_flag=True, required=True, help="Print the environment that enables the hooks.")
 @click.option("--anomaly", is_flag=True, help="Switch on torch.autograd anomaly detection.")
 @click.option("--verify-steps", type=click.IntRange(1, 1000), default=None,
-              help="End the process cleanly after N successful optimizer steps.")
+              help="Check N optimizer steps (they must change a parameter), then let the process run on.")
+@click.option("--verify-timeout", "verify_timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="With --verify-steps: end the process SECONDS after the steps (default 60; 0: at once).")
 @click.option("--no-witness", "no_witness", is_flag=True, help="Leave the witness out (it is on by default).")
 @click.option("--shell", type=click.Choice(["sh", "powershell", "cmd"]), default="sh", show_default=True)
-def hook_cmd(print_env, anomaly, verify_steps, no_witness, shell) -> None:
+def hook_cmd(print_env, anomaly, verify_steps, verify_timeout, no_witness, shell) -> None:
     """Print the environment to use tracefix's hooks (witness; anomaly, verify) in your own launcher."""
     from tracefix.runner import format_env, hook_env
 
-    click.echo(format_env(hook_env(anomaly=anomaly, verify_steps=verify_steps, witness=not no_witness), shell))
+    if verify_timeout is not None and verify_steps is None:
+        raise click.UsageError("--verify-timeout bounds the run after --verify-steps; add --verify-steps N")
+    click.echo(format_env(hook_env(anomaly=anomaly, verify_steps=verify_steps, witness=not no_witness,
+                                   verify_timeout=verify_timeout), shell))
 
 
 

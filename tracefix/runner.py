@@ -20,11 +20,16 @@ What it does:
    ``PYTHONPATH``, ``TRACEFIX_ANOMALY=1``; no user file is edited), and the re-run's diagnosis,
    whose fix sites come from the forward trace, replaces the first one.
 5. ``--apply`` writes the recommended patches; ``--verify`` then re-runs COMMAND with
-   ``TRACEFIX_VERIFY_STEPS=N``, which ends it cleanly once N backward passes and N optimizer
-   steps succeeded.  The verdict is ``verified`` (also when the command then fails only because
-   the hook ended the process that trained, e.g. nbconvert's "Kernel died": the hook's
-   ``tracefix: verified after`` line is in the output, and no known error is), ``still failing`` (the same error id again),
-   ``new error`` (another crash, diagnosed and shown) or ``not run``.
+   ``TRACEFIX_VERIFY_STEPS=N`` and ``TRACEFIX_VERIFY_TIMEOUT=S`` (``--verify-timeout``, default
+   60): the hook checks that N backward passes and N optimizer steps ran and that a trainable
+   parameter got a non-zero gradient and changed, then lets the command run on, and ends it S
+   seconds after the steps if it has not ended.  The verdict is ``verified`` (the steps trained,
+   then the command exited 0 or reached the time bound without an error; also when the command
+   then fails only because the hook ended the process that trained at the time bound, e.g.
+   nbconvert's "Kernel died"), ``still failing`` (the same error id again, or one of its
+   SEQUELS: ``loss.item()`` of a loss reduced for backward() only), ``new error`` (another crash,
+   also after the steps, diagnosed and shown), ``not training`` (no parameter changed) or
+   ``not run``.  One line says how far it went (JSON: ``verification_detail``).
 
 Exit status:
   the child's own status (a signal N gives 128+N) when tracefix wrote nothing: the command
@@ -32,7 +37,7 @@ Exit status:
   0   --apply: a known error was diagnosed and patched, or its patch is already in place (and,
       with --verify, verified)
   3   --apply: the crash was not patched (no known error, or a patch could not be written), or
-      --verify found the command still failing or failing with a new error; then every file the
+      --verify found the command still failing, failing with a new error or not training; then every file the
       patch wrote is restored byte for byte (cli.py's "a requested patch could not be applied")
   126 / 127  COMMAND (or a re-run) could not be executed / was not found, with --apply too
   the child's own status, with --apply too, when the run was stopped (SIGINT, SIGTERM, SIGHUP,
@@ -56,7 +61,8 @@ import threading
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from tracefix.hooks import ENV_ANOMALY, ENV_VERIFY_STEPS, ENV_WITNESS, HOOKS_DIR, VERIFIED_MARKER
+from tracefix.hooks import (ENV_ANOMALY, ENV_VERIFY_STEPS, ENV_VERIFY_TIMEOUT, ENV_WITNESS, HOOKS_DIR,
+                            VERIFIED_MARKER, VERIFY_MARK)
 from tracefix.record import record, replace
 
 TAIL_BYTES = 4 << 20        # combined output kept for diagnosis
@@ -68,11 +74,23 @@ INPLACE_ID = "inplace-modification"
 POSIX = os.name == "posix"
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n))
 INTERRUPTS = {int(s) for s in FORWARDED}
+VERIFY_TIMEOUT_S = 60.0     # --verify: how long the patched command may run on after the steps
+# Errors that a family's wrong or partial fix leads to next: a patched run that dies of one of
+# these is "still failing", not "new error" (a loss reduced for backward() only, then logged).
+SEQUELS = {
+    "nonscalar-backward": (
+        r"a Tensor with \d+ elements cannot be converted to Scalar",        # loss.item()
+        r"only one element tensors can be converted to Python scalars",     # float(loss)
+        r"unsupported format string passed to Tensor\.__format__",          # f"{loss:.4f}"
+        r"Boolean value of Tensor with more than one value is ambiguous",   # if loss < best
+    ),
+}
 
 
 # --- the environment that switches the hooks on ------------------------------------------------
 def hook_env(anomaly: bool = False, verify_steps: Optional[int] = None,
-             base: Optional[Mapping[str, str]] = None, witness: bool = False) -> Dict[str, str]:
+             base: Optional[Mapping[str, str]] = None, witness: bool = False,
+             verify_timeout: Optional[float] = None) -> Dict[str, str]:
     """The variables that enable tracefix's hooks in any Python started with them (see tracefix.hooks).
 
     ``PYTHONPATH`` gets the hooks folder first, the existing value (from ``base``, default the
@@ -89,6 +107,8 @@ def hook_env(anomaly: bool = False, verify_steps: Optional[int] = None,
         env[ENV_ANOMALY] = "1"
     if verify_steps:
         env[ENV_VERIFY_STEPS] = str(int(verify_steps))
+        if verify_timeout is not None:        # unset: the hook's default (60 s)
+            env[ENV_VERIFY_TIMEOUT] = f"{float(verify_timeout):g}"
     if witness:
         env[ENV_WITNESS] = "1"
     return env
@@ -532,7 +552,8 @@ def _finish(report, extra: Dict, code: int, command_code: int, fmt: str, entries
 
 
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
-             steps: int, pick: Optional[int], color: Optional[bool], witness: bool = True) -> int:
+             steps: int, pick: Optional[int], color: Optional[bool], witness: bool = True,
+             verify_timeout: float = VERIFY_TIMEOUT_S) -> int:
     """``tracefix run``: see the module docstring; returns the exit status."""
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -608,18 +629,21 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         extra["applied"] = ", ".join(written) or ("nothing (already applied)" if done.already else "nothing")
         stopped = None              # the verification run's own status, when it did not really run
         if written and verify:
-            _note(f"patched {', '.join(written)}; re-running until {steps} backward passes and "
-                  f"{steps} optimizer steps succeed (--verify)")
-            verdict, after, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr, witness)
+            _note(f"patched {', '.join(written)}; re-running (--verify): {steps} optimizer steps must train, "
+                  f"then the command must run on without an error, to its end or for {verify_timeout:g} s")
+            verdict, after, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr, witness,
+                                                   verify_timeout)
             extra["verification"] = verdict
-            if verdict == "verified" and why:
+            if why and fmt == "json":
+                extra["verification_detail"] = why
+            if verdict == "verified":
                 _note(why)
             if outcome.interrupted or outcome.error:
                 stopped = outcome.exit_code
                 if outcome.error and fmt == "json":
                     extra["error"] = outcome.error
                 _note("the patch stays written, unverified (tracefix undo takes it back)")
-            elif verdict in ("still failing", "new error"):
+            elif verdict in ("still failing", "new error", "not training"):
                 extra["restored"] = _restore(root, written, why)
                 if extra["restored"] != "no":
                     extra["applied"] += " (taken back: the verification failed)"
@@ -657,49 +681,93 @@ def _restore(root: Path, written: List[str], why: str) -> str:
         _note(f"verification failed ({why}); could not restore {', '.join(written)}: {exc}")
         return "no"
     _note(f"verification failed, so the patch was taken back: {', '.join(restored)} restored byte for byte. "
-          f"The patched run failed with: {why}")
+          f"Not verified: {why}")
     return ", ".join(restored)
 
 
 def _one_line(report, outcome: Outcome) -> str:
-    """The patched run's error, in one line."""
+    """The patched run's error, in one line (the verify hook's own lines are not its output)."""
     for d in report.diagnoses:
         exc = d.traceback
         return f"{exc.exc_type + ': ' if exc.exc_type else ''}{exc.message.splitlines()[0] if exc.message else d.entry_id}"[:300]
     for t, m in report.unrecognized:
         return f"{t}: {m.splitlines()[0] if m else ''}"[:300]
-    last = [ln for ln in outcome.tail.decode("utf-8", "replace").splitlines() if ln.strip()]
+    last = [ln for ln in outcome.tail.decode("utf-8", "replace").splitlines()
+            if ln.strip() and not ln.startswith(VERIFY_MARK)]
     tail = f" (last output: {last[-1].strip()[:200]})" if last else ""
     return f"exit status {outcome.exit_code}{tail}"
 
 
-def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witness: bool = True):
+def _hook_said(tail: bytes) -> Dict[str, str]:
+    """The verify hook's lines (``tracefix: verify: KIND: text``), the last of each kind."""
+    import re
+
+    mark = re.escape(VERIFY_MARK.encode())
+    return {m.group(1).decode(): m.group(2).decode("utf-8", "replace").strip()
+            for m in re.finditer(rb"^" + mark + rb"([a-z ]+): ([^\r\n]*)", tail, re.M)}
+
+
+def _sequel(after, before) -> bool:
+    """The patched run died of an error that follows from one of ``before``'s families."""
+    import re
+
+    patterns = [p for family in before for p in SEQUELS.get(family, ())]
+    return any(re.search(p, m or "") for p in patterns for _t, m in after.unrecognized)
+
+
+def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witness: bool = True,
+            timeout: float = VERIFY_TIMEOUT_S):
     """Re-run with the verify hook: (verdict, the report of the patched run's failure or None,
-    the run's Outcome, the failure in one line or "")."""
-    outcome = run_child(cmd, _child_env(verify_steps=steps, witness=witness), to_stderr, cleanup=True)
+    the run's Outcome, one line: how far it went when verified, else why not).
+
+    ``verified``: the steps ran, a parameter got a non-zero gradient and changed (the hook's
+    ``steps ok``), and then the command ran to its end (exit 0) or on until the hook stopped it
+    ``timeout`` seconds later, without an error.  ``still failing``: the same family's error or
+    one of its SEQUELS; ``new error``: any other failure; ``not training``: nothing changed."""
+    import time
+
+    started = time.monotonic()
+    outcome = run_child(cmd, _child_env(verify_steps=steps, witness=witness, verify_timeout=timeout), to_stderr,
+                        cleanup=True)
+    took = time.monotonic() - started
     if outcome.error:
         _note(f"error: {outcome.error}")
         return "not run", None, outcome, ""
     if outcome.interrupted:
         return "not run", None, outcome, ""
+    said = _hook_said(outcome.tail)
+    if "not training" in said:
+        return "not training", None, outcome, said["not training"]
+    trained = said.get("steps ok", "")
+    parts = trained.split("; ")
+    done = parts[0].split(" (")[0] if trained else f"{steps} optimizer steps"
+    checks = parts[1] if len(parts) > 1 else "gradients non-zero, parameters changed"
+    how = f"{done}, {checks.replace(', parameters', ' and parameters')}"
+    bound = f"stopped at the time bound, {timeout:g} s after the steps ({took:.1f} s in all)"
     if outcome.returncode == 0:
-        if VERIFIED_MARKER not in outcome.tail:
+        if trained and "time bound" in said:
+            return "verified", None, outcome, f"verified: {how}, then no error until {bound}"
+        if trained:
+            return "verified", None, outcome, f"verified: {how}, ran to the end (exit 0) in {took:.1f} s"
+        if "ended early" in said:
             return "verified", None, outcome, (
-                f"the patched command ran to its end (exit 0) before {steps} optimizer steps: it trained "
-                "without the error, over fewer steps than --verify asks for")
-        return "verified", None, outcome, ""
+                f"verified: {said['ended early']}; it ran to its end (exit 0) in {took:.1f} s before {steps} "
+                "optimizer steps: it trained without the error, over fewer steps than --verify asks for")
+        return "not training", None, outcome, (
+            "the patched command ran to its end (exit 0), but the verify hook saw no optimizer step train "
+            "(did a Python process that tracefix's hooks reach run the training?)")
     after = _diagnose(outcome.tail, entries, root)
-    if VERIFIED_MARKER in outcome.tail and not after.diagnoses:
-        # The hook reached the steps and ended its process; what failed after is the command
-        # noticing that end (nbconvert's "Kernel died"), not the patched training.
+    before = {d.entry_id for d in report.diagnoses}
+    same = any(d.entry_id in before for d in after.diagnoses) or _sequel(after, before)
+    if trained and "time bound" in said and not after.diagnoses and not same:
+        # The hook ended the process that trained, at the time bound; what failed after is the
+        # command noticing that end (nbconvert's "Kernel died"), not the patched training.
         return "verified", None, outcome, (
-            f"the patched training reached {steps} optimizer steps; the command then exited with status "
+            f"verified: {how}, then no error until {bound}; the command then exited with status "
             f"{outcome.exit_code} because --verify ended the process that trained (a Jupyter kernel, or a "
             "child process the command waited for)")
-    before = {d.entry_id for d in report.diagnoses}
-    if any(d.entry_id in before for d in after.diagnoses):
-        return "still failing", after, outcome, _one_line(after, outcome)
-    return "new error", after, outcome, _one_line(after, outcome)
+    line = _one_line(after, outcome) + (f", after {done} had trained" if trained else "")
+    return ("still failing" if same else "new error"), after, outcome, line
 
 
 __all__ = ["run_main", "hook_env", "format_env", "run_child", "Outcome", "Tail", "VERIFIED_MARKER"]

@@ -18,10 +18,14 @@ Python interpreter started with that environment (``python train.py``, ``python 
     process it prints, after Python's traceback, a ``tracefix-witness:`` summary line and a
     ``tracefix-witness-data: {json}`` line that name the culprit (see docs/witness.md).
 ``TRACEFIX_VERIFY_STEPS=N``
-    once N backward passes and N optimizer steps have succeeded, print
-    ``tracefix: verified after N steps`` on stderr (in a Jupyter kernel: the kernel's own stderr,
-    not the notebook's) and end the process with status 0.  ``tracefix run --verify`` trusts that
-    line when the command then fails with no known error (nbconvert's "Kernel died").
+    watch the first N backward passes and optimizer steps: a trainable parameter must get a
+    non-zero gradient and a step must change it.  The hook says how it went in
+    ``tracefix: verify: KIND: ...`` lines on stderr (in a Jupyter kernel: the kernel's own
+    stderr, not the notebook's): ``steps ok`` once the steps ran and trained; then the program
+    runs on, and ``time bound`` ends it (status 0) ``TRACEFIX_VERIFY_TIMEOUT`` seconds after the
+    steps (default 60; 0: at once) if it has not ended by itself; ``not training`` (status 1)
+    when no parameter changed; ``ended early`` when it ended by itself before N steps.
+    ``tracefix run --verify`` reads these lines (runner._verify).
 
 Interpreters started with ``-I``, ``-E`` or ``-S`` ignore ``PYTHONPATH`` or ``site``, and so
 these hooks.
@@ -37,9 +41,12 @@ HOOKS_DIR = Path(__file__).resolve().parent
 ENV_ANOMALY = "TRACEFIX_ANOMALY"
 ENV_VERIFY_STEPS = "TRACEFIX_VERIFY_STEPS"
 ENV_WITNESS = "TRACEFIX_WITNESS"
+ENV_VERIFY_TIMEOUT = "TRACEFIX_VERIFY_TIMEOUT"
 WITNESS_MARK = "tracefix-witness: "            # the human summary line
 WITNESS_DATA_MARK = "tracefix-witness-data: "  # the machine-readable line (one JSON object, "v": 1)
-VERIFIED_MARKER = b"tracefix: verified after "
+VERIFY_MARK = "tracefix: verify: "              # the verify hook's lines: KIND: text
+VERIFIED_MARKER = b"tracefix: verify: steps ok: "  # the steps ran and trained
 
-__all__ = ["HOOKS_DIR", "ENV_ANOMALY", "ENV_VERIFY_STEPS", "ENV_WITNESS", "VERIFIED_MARKER", "WITNESS_MARK",
+__all__ = ["HOOKS_DIR", "ENV_ANOMALY", "ENV_VERIFY_STEPS", "ENV_WITNESS", "ENV_VERIFY_TIMEOUT", "VERIFY_MARK",
+           "VERIFIED_MARKER", "WITNESS_MARK",
            "WITNESS_DATA_MARK"]

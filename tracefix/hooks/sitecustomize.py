@@ -66,10 +66,14 @@ def _stderr_fd():
     return copy if isinstance(copy, int) and copy >= 0 else 2
 
 
-def _end_verified(steps, counts):
-    """Say that the steps were reached (``tracefix run`` trusts this line, see runner._verify), then
-    end the process with status 0.  A Jupyter kernel ends too (the point is to stop training
-    early); the client that waits for it then fails ("Kernel died"), which the line explains."""
+_VERIFY_PREFIX = "tracefix: verify: "      # runner._verify reads these lines (hooks.VERIFY_MARK)
+_SNAPSHOTS = 4                             # parameters whose values a step must change (a few: cheap)
+_SNAPSHOT_NUMEL = 1 << 20                  # ... preferably ones smaller than this
+_SCAN = 64                                 # parameters looked at for a non-zero gradient, at most
+
+
+def _say(kind, text):
+    """One ``tracefix: verify: KIND: TEXT`` line on the stderr that the command's reader sees."""
     for stream in (_sys.stdout, _sys.stderr):
         try:
             if stream is not None:
@@ -77,25 +81,147 @@ def _end_verified(steps, counts):
         except Exception:
             pass
     fd = _stderr_fd()
-    text = ("\ntracefix: verified after %d steps (%d backward passes, %d optimizer steps ok)%s\n"
-            % (steps, counts["backward"], counts["step"],
-               "; ending this Jupyter kernel now (its client will say that the kernel died)" if fd != 2 else ""))
     try:
-        _os.write(fd, text.encode())
+        _os.write(fd, ("\n%s%s: %s\n" % (_VERIFY_PREFIX, kind, text)).encode())
     except Exception:
         pass
-    _os._exit(0)
+    return fd
 
 
-def _install_verify(torch, steps):
-    """End the process cleanly once ``steps`` backward passes and optimizer steps have succeeded."""
+def _end_verified(steps, counts, kind="time bound", text=None, status=0):
+    """Say why the hook ends this process (the time bound after the steps, or that it does not
+    train), then end it.  A Jupyter kernel ends too; the client that waits for it then fails
+    ("Kernel died"), which the line explains."""
+    if text is None:
+        text = "stopped %d optimizer steps in (%d backward passes); no error so far" % (counts["step"],
+                                                                                          counts["backward"])
+    if _stderr_fd() != 2:
+        text += "; ending this Jupyter kernel now (its client will say that the kernel died)"
+    _say(kind, text)
+    _os._exit(status)
+
+
+def _verify_bound():
+    """Seconds the program may run on after the steps (TRACEFIX_VERIFY_TIMEOUT; default 60)."""
+    try:
+        return max(0.0, float(_os.environ.get("TRACEFIX_VERIFY_TIMEOUT", "") or 60))
+    except ValueError:
+        return 60.0
+
+
+def _install_verify(torch, steps, bound=None):
+    """Watch the first ``steps`` backward passes and optimizer steps: a non-zero gradient must
+    reach a trainable parameter and a step must change it.  Then the program runs on, ended by
+    the hook ``bound`` seconds later (0: at once) if it has not ended by itself."""
+    import atexit
     import functools
+    import threading
 
+    bound = _verify_bound() if bound is None else bound
     counts = {"backward": 0, "step": 0}
+    state = {"grad": False, "changed": False, "said": False, "reached": False, "snap": [], "note": ""}
+
+    def passed():
+        return state["grad"] and state["changed"]
+
+    def reason():
+        if counts["step"] == 0:
+            return "no optimizer step ran"
+        if not state["grad"]:
+            return "every gradient was zero or missing at each optimizer step"
+        return "gradients were non-zero, but no optimizer step changed a parameter (a learning rate of 0?)"
+
+    def checks():
+        return state["note"] or "gradients non-zero, parameters changed"
+
+    def on_bound():
+        if passed():
+            _end_verified(steps, counts, "time bound", "ran on %gs after the %d optimizer steps without an error"
+                          % (bound, steps))
+        _end_verified(steps, counts, "not training", "%d optimizer steps ran in %gs, but %s"
+                      % (counts["step"], bound, reason()), status=1)
 
     def check():
-        if counts["backward"] >= steps and counts["step"] >= steps:
-            _end_verified(steps, counts)
+        if not state["reached"] and counts["backward"] >= steps and counts["step"] >= steps:
+            state["reached"] = True
+            if bound > 0:
+                timer = threading.Timer(bound, on_bound)
+                timer.daemon = True
+                timer.start()
+            elif not passed():
+                on_bound()
+        if state["reached"] and passed() and not state["said"]:
+            state["said"] = True
+            _say("steps ok", "%d optimizer steps (%d backward passes); %s; %s"
+                 % (counts["step"], counts["backward"], checks(),
+                    "running on for at most %gs" % bound if bound > 0 else "stopping now (time bound 0)"))
+            if bound <= 0:
+                on_bound()
+
+    def trainable(optimizer):
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if getattr(p, "requires_grad", False):
+                    yield p
+
+    def nonzero(p):
+        g = p.grad
+        if g is None:
+            return False
+        if g.is_sparse:
+            g = g.coalesce().values()
+        return bool((g != 0).any())
+
+    def pre_step(optimizer, *_args):
+        if passed():
+            return
+        try:
+            with torch.no_grad():
+                seen, small, large = 0, [], []
+                for p in trainable(optimizer):
+                    if seen >= _SCAN or len(small) >= _SNAPSHOTS:
+                        break
+                    seen += 1
+                    if nonzero(p):
+                        state["grad"] = True
+                        (small if p.numel() <= _SNAPSHOT_NUMEL else large).append(p)
+                chosen = (small + large)[:_SNAPSHOTS]
+                if not chosen and not state["grad"]:   # a closure computes the gradients inside step()
+                    chosen = [p for _i, p in zip(range(_SNAPSHOTS), trainable(optimizer))]
+                state["snap"] = [(p, p.detach().clone()) for p in chosen]
+        except Exception as exc:   # never break the user's step; say what was not checked
+            state.update(grad=True, changed=True, snap=[],
+                         note="gradients and parameters not checked (%s: %s)" % (exc.__class__.__name__, exc))
+
+    def post_step(optimizer, *_args):
+        try:
+            if not passed():
+                with torch.no_grad():
+                    if not state["grad"]:
+                        state["grad"] = any(nonzero(p) for _i, p in zip(range(_SCAN), trainable(optimizer)))
+                    if any(not torch.equal(p.detach(), before) for p, before in state["snap"]):
+                        state["changed"] = True
+                state["snap"] = []
+        except Exception as exc:
+            state.update(grad=True, changed=True, snap=[],
+                         note="gradients and parameters not checked (%s: %s)" % (exc.__class__.__name__, exc))
+        counts["step"] += 1
+        check()
+
+    def at_exit():
+        # The program ended by itself (not on an uncaught exception: Python printed that already).
+        if state["said"] or not (counts["step"] or counts["backward"]):
+            return          # said so already, or a process that did not train (a data-loading worker)
+        if getattr(_sys, "last_value", None) is not None or getattr(_sys, "last_exc", None) is not None:
+            return
+        if passed():
+            _say("ended early", "the program ended after %d of %d optimizer steps (%d backward passes); %s"
+                 % (counts["step"], steps, counts["backward"], checks()))
+        else:
+            _say("not training", "the program ended after %d optimizer steps (%d backward passes), but %s"
+                 % (counts["step"], counts["backward"], reason()))
+
+    atexit.register(at_exit)
 
     # Tensor.backward calls torch.autograd.backward (looked up at call time): wrapping the
     # function counts both forms once.
@@ -110,17 +236,15 @@ def _install_verify(torch, steps):
 
     torch.autograd.backward = backward
 
-    def step_done(*_args):
-        counts["step"] += 1
-        check()
-
     import torch.optim.optimizer as optimizer_module
 
     register = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
-    if register is not None:
-        # A public, global hook, run by the wrapper torch puts around every Optimizer subclass's
+    register_pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
+    if register is not None and register_pre is not None:
+        # Public, global hooks, run by the wrapper torch puts around every Optimizer subclass's
         # step (GradScaler.step and closures included; a step skipped for inf/nan does not count).
-        register(step_done)
+        register_pre(pre_step)
+        register(post_step)
         return
     # torch < 2.0: wrap each optimizer's bound step when it is created.
     Optimizer = optimizer_module.Optimizer
@@ -129,12 +253,13 @@ def _install_verify(torch, steps):
     @functools.wraps(original_init)
     def __init__(self, *args, **kwargs):
         original_init(self, *args, **kwargs)
-        bound = self.step
+        bound_step = self.step
 
-        @functools.wraps(bound)
+        @functools.wraps(bound_step)
         def step(*a, **k):
-            out = bound(*a, **k)
-            step_done()
+            pre_step(self)
+            out = bound_step(*a, **k)
+            post_step(self)
             return out
 
         self.step = step
@@ -174,10 +299,12 @@ def _install():
     if not (_ANOMALY or _VERIFY_STEPS > 0 or _WITNESS):
         return
     witness = _witness_module()
+    if _ANOMALY or _VERIFY_STEPS > 0:
+        # Before the witness: its optimizer hooks come after ours in torch's global hook dicts, so
+        # that its removing them at its last step (while torch loops over a dict) ends the loop.
+        witness.on_torch_import(_on_torch)  # now if torch was imported before us (a .pth file)
     if _WITNESS:
         witness.install()
-    if _ANOMALY or _VERIFY_STEPS > 0:
-        witness.on_torch_import(_on_torch)  # now if torch was imported before us (a .pth file)
 
 
 _chain_sitecustomize()
