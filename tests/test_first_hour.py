@@ -248,7 +248,7 @@ def test_top_level_help_shows_the_default_commands_options():
 def test_readme_quick_start_for_a_new_user():
     readme = (REPO / "README.md").read_text()
     quick = readme[readme.index("## Quick start"):readme.index("## Using it")]
-    assert quick.index("python -m venv") < quick.index("pip install .")
+    assert quick.index("python3 -m venv") < quick.index("python3 -m pip install .")
     assert "minutes" in quick and "editable" in quick
     assert "diagnose" in readme and "tracefix hook" in readme and "insufficient" in readme
 

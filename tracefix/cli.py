@@ -145,8 +145,11 @@ def _root(root: Optional[str]) -> Path:
     return path.resolve()
 
 
-def diagnose_streams(sources, entries, root: Path, patches: bool, search: Optional[bool] = None):
-    from tracefix.pipeline import collect, merge
+def diagnose_streams(sources, entries, root: Path, patches: bool, search: Optional[bool] = None,
+                     find_root: bool = False):
+    """(report, the root it was located under).  ``find_root`` (no --root given): the project
+    the frames are in when the current directory is a folder inside it (pipeline.project_root)."""
+    from tracefix.pipeline import collect, merge, project_root
 
     reports = []
     for _name, stream in sources:
@@ -155,7 +158,11 @@ def diagnose_streams(sources, entries, root: Path, patches: bool, search: Option
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-    return merge(reports, entries, root, patches, search)
+    if find_root:
+        root, marker = project_root(reports, root)
+        if marker is not None:
+            _err(f"tracefix: project root: {root} (found {marker})")
+    return merge(reports, entries, root, patches, search), root
 
 
 def emit(report, fmt: str, entries, extra: Optional[Dict] = None, root: Optional[Path] = None) -> None:
@@ -173,8 +180,8 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
     empty = all(_is_empty(stream) for _name, stream in sources)
     want_patches = do_apply or (not no_patch and fmt != "quickfix")  # quickfix shows no patch
     # A folder the user named may be searched; the current directory only when it is a project.
-    report = diagnose_streams(sources, entries, root_path, patches=want_patches,
-                              search=True if root is not None else None)
+    report, root_path = diagnose_streams(sources, entries, root_path, patches=want_patches,
+                                         search=True if root is not None else None, find_root=root is None)
     code = EXIT_OK if report.diagnoses else EXIT_NOTHING
     extra = None
     problems: List[str] = []

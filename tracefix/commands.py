@@ -89,7 +89,9 @@ def main_group() -> None:
 @main_group.command("diagnose", epilog=EPILOG)
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--root", type=click.Path(), default=None,
-              help="Project whose files are searched and patched (default: current directory).")
+              help="Project whose files are searched and patched (default: the current directory, or the "
+                   "project above it that the log's frames are in: the nearest folder with .git, "
+                   "pyproject.toml, setup.py or setup.cfg).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (default: rich on a terminal, plain otherwise).")
 @click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path(),
@@ -187,7 +189,9 @@ def undo_cmd(root, force) -> None:
 @click.option("--no-witness", "no_witness", is_flag=True,
               help="Do not arm the witness (the hook that records in-place writes, non-scalar losses and half casts).")
 @click.option("--root", type=click.Path(), default=None,
-              help="The project whose files are diagnosed and patched (default: current directory).")
+              help="The project whose files are diagnosed and patched (default: the current directory, or "
+                   "the project above it that the crash is in: the nearest folder with .git, "
+                   "pyproject.toml, setup.py or setup.cfg).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (default: rich on a terminal, plain otherwise).")
 @click.option("--knowledge", "knowledge_dirs", multiple=True, type=click.Path(),
@@ -213,7 +217,7 @@ def run_cmd(do_apply, verify, steps, verify_timeout, anomaly, no_witness, root, 
     entries = _load(knowledge_dirs)
     sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),
                       apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=_color(),
-                      witness=not no_witness,
+                      witness=not no_witness, find_root=root is None,
                       **({} if verify_timeout is None else {"verify_timeout": verify_timeout})))
 
 

@@ -315,10 +315,33 @@ def _show(state: _State) -> None:
         print("tracefix: no diagnosis yet in this session")
         return
     if _in_notebook(state.shell):
-        render_rich(sys.stdout, report.diagnoses, (), state.entries or ())
+        with _plain_text_without_escapes():
+            render_rich(sys.stdout, report.diagnoses, (), state.entries or ())
     else:
         render_plain(sys.stdout, report.diagnoses, (), state.entries or ())
     sys.stdout.flush()
+
+
+class _plain_text_without_escapes:
+    """In a notebook, rich hands the frontend text/html and text/plain; its text/plain carries the
+    terminal's colour escapes, which a frontend or a saved notebook shows as raw ``\x1b[31m``
+    noise.  While this is active, the text/plain rich displays is the same text without them."""
+
+    def __enter__(self):
+        import rich.jupyter
+
+        self.module, self.display = rich.jupyter, rich.jupyter.display
+
+        def display(segments, text):
+            segments = list(segments)
+            plain = "".join(s.text for s in segments if not s.control)
+            return self.display(segments, plain)
+        rich.jupyter.display = display
+        return self
+
+    def __exit__(self, *exc):
+        self.module.display = self.display
+        return False
 
 
 # --- %tracefix --------------------------------------------------------------------------------------

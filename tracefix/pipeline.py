@@ -202,6 +202,56 @@ def merge(reports: Sequence[Report], entries: Sequence[Entry], root: Path, patch
     return report
 
 
+MAX_ROOT_FRAMES = 200       # distinct user frames compared when choosing the project root
+
+
+def project_root(reports: Sequence[Report], start: Path) -> Tuple[Path, Optional[str]]:
+    """The folder whose files the logs' frames are in, for a run without --root: ``start`` (the
+    current directory), or the nearest folder above it that holds a project marker (as
+    ``tracefix undo`` finds ``.tracefix/``) when more of the frames map under that folder than
+    under ``start`` (``cd models && tracefix ../crash.log``).  Returns (root, the marker found),
+    the marker None when ``start`` stays."""
+    from tracefix.frames import frame_candidates, get_index, is_library_path
+
+    frames, seen = [], set()
+    for r in reports:
+        for d in r.diagnoses:
+            for f in d.traceback.frames + d.traceback.anomaly_frames:
+                path = f.path or ""
+                key = (path, f.line, f.code)
+                if not path or key in seen or is_library_path(path) or (
+                        path.startswith("<") and path.endswith(">") and not is_notebook_path(path)):
+                    continue
+                seen.add(key)
+                frames.append(f)
+    frames = frames[:MAX_ROOT_FRAMES]
+
+    def mapped(root: Path) -> int:
+        index = get_index(root)
+        return sum(1 for f in frames if frame_candidates(f, root, index))
+
+    if not frames:
+        return start, None
+    here = mapped(start)
+    if here == len(frames):
+        return start, None
+    from tracefix.locator.base import PROJECT_MARKERS
+    for folder in (start, *start.parents):
+        marker = next((m for m in PROJECT_MARKERS if _exists(folder / m)), None)
+        if marker is not None:
+            if folder != start and mapped(folder) > here:
+                return folder, marker
+            break
+    return start, None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:         # a folder above that we may not read
+        return False
+
+
 def diagnose(stream: BinaryIO, entries: Sequence[Entry], root: Path, patches: bool = False,
              search: Optional[bool] = None) -> Report:
     """The whole diagnose path for one stream."""

@@ -99,6 +99,10 @@ _LOGLINE = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|[IWEF]\d{4} \d{2}:|=====|\*{
 _FLAT_SPLIT = re.compile(r'(?<!\s)\s+(?=File "[^"]+", line \d+)')   # lookbehind: linear on long blank runs
 _FLAT_EXC = re.compile(r"\s(?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")
 _FLAT_CODE = re.compile(r'^(File "[^"]+", line \d+, in \S+)\s+(.+)$')
+# What a notebook runner raises in its own process after a cell failed; its message quotes the
+# cell and the kernel's traceback, which is read as a record of its own: the wrapper adds nothing.
+_RUNNER_WRAPPERS = ("nbclient.exceptions.CellExecutionError", "nbconvert.preprocessors.execute.CellExecutionError",
+                    "papermill.exceptions.PapermillExecutionError")
 
 
 def clean_line(text: str) -> str:
@@ -627,6 +631,8 @@ class _RankParser:
             return
         if not cur.frames and cur.exc_type is None and not cur.message:
             return
+        if cur.exc_type in _RUNNER_WRAPPERS:
+            return      # the notebook runner's wrapper of the cell's error (see _RUNNER_WRAPPERS)
         self.out.append(cur.build(cause_of_next))
 
     def _start(self, line_no: int, header: bool, indent: int) -> _Builder:

@@ -476,6 +476,16 @@ def _diagnose(tail: bytes, entries, root: Path):
     return merge([report], entries, root, True)
 
 
+def _project_root(tail: bytes, entries, start: Path) -> Path:
+    """For a run without --root: the project the crash's frames are in (pipeline.project_root)."""
+    from tracefix.pipeline import collect, project_root
+
+    root, marker = project_root([collect(io.BytesIO(tail), entries)], start)
+    if marker is not None:
+        _note(f"project root: {root} (found {marker})")
+    return root
+
+
 def _needs_anomaly(report) -> bool:
     """An in-place error that neither a forward trace nor the witness's evidence explains."""
     return any(d.entry_id == INPLACE_ID and not d.traceback.anomaly_frames and d.traceback.evidence is None
@@ -553,8 +563,9 @@ def _finish(report, extra: Dict, code: int, command_code: int, fmt: str, entries
 
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
              steps: int, pick: Optional[int], color: Optional[bool], witness: bool = True,
-             verify_timeout: float = VERIFY_TIMEOUT_S) -> int:
-    """``tracefix run``: see the module docstring; returns the exit status."""
+             verify_timeout: float = VERIFY_TIMEOUT_S, find_root: bool = False) -> int:
+    """``tracefix run``: see the module docstring; returns the exit status.  ``find_root`` (no
+    --root given): root is the current directory, or the project above it that the crash is in."""
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
@@ -582,6 +593,8 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         return _finish(None, extra, command_code, command_code, **show)
 
     try:
+        if find_root:
+            root = show["root"] = _project_root(first.tail, entries, root)
         report = _diagnose(first.tail, entries, root)
     except Exception as exc:  # our failure must not hide the child's
         if os.environ.get("TRACEFIX_DEBUG"):
