@@ -337,7 +337,9 @@ def test_run_apply_verify_on_nbconvert_keeps_the_patch_when_the_kernel_reached_t
     tracefix's own doing, not the patched notebook's, so it is verified and the patch stays."""
     nb = tmp_path / "inplace_residual.ipynb"
     shutil.copy(NOTEBOOKS / "inplace_residual.ipynb", nb)
-    res = subprocess.run([sys.executable, "-m", "tracefix", "run", "--apply", "--verify", "--format", "json", "--",
+    # --verify-timeout 0: the hook ends the kernel right after the steps (else the notebook runs to its end)
+    res = subprocess.run([sys.executable, "-m", "tracefix", "run", "--apply", "--verify", "--verify-timeout", "0",
+                          "--format", "json", "--",
                           sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--stdout",
                           nb.name], capture_output=True, env=_env(), cwd=tmp_path, timeout=600)
     err = res.stderr.decode(errors="replace")
@@ -345,4 +347,4 @@ def test_run_apply_verify_on_nbconvert_keeps_the_patch_when_the_kernel_reached_t
     assert (res.returncode, report["verification"]) == (0, "verified"), err[-3000:]
     assert report["applied"] == "inplace_residual.ipynb" and "restored" not in report
     assert "out = out + x" in "".join(json.loads(nb.read_text(encoding="utf-8"))["cells"][2]["source"])
-    assert "tracefix: verified after 2 steps" in err and "Kernel died" in err
+    assert "tracefix: verify: steps ok: 2 optimizer steps" in err and "Kernel died" in err

@@ -280,7 +280,9 @@ def test_apply_verify_nonscalar_reports_verified(verify_apply_run):
     (diag,) = report["diagnoses"]
     assert diag["id"] == expected(name)["id"]
     assert site(diag["fix_sites"][0]) == expected(name)["fix_site"]
-    assert b"tracefix: verified after 2 steps" in run.stderr
+    assert b"tracefix: verify: steps ok: 2 optimizer steps" in run.stderr
+    assert report["verification_detail"].startswith("verified: 2 optimizer steps, gradients non-zero and parameters "
+                                                    "changed, ran to the end (exit 0) in ")
 
 
 @pytest.mark.torch
@@ -383,13 +385,15 @@ for step in range(10_000):             # 10 000 x 60 ms: 10 minutes without the 
 @pytest.mark.torch
 def test_verify_hook_stops_a_long_training_loop(tmp_path):
     (tmp_path / "endless.py").write_text(ENDLESS)
-    env = _env(**hook_env(verify_steps=3))
+    env = _env(**hook_env(verify_steps=3, verify_timeout=0))     # 0: stop right after the steps
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "endless.py"], cwd=tmp_path, capture_output=True, env=env,
                          timeout=120)            # without the hook: 10 minutes, a TimeoutExpired failure
     elapsed = time.monotonic() - t0
     assert out.returncode == 0, out.stderr[-3000:]
-    assert b"tracefix: verified after 3 steps (3 backward passes, 3 optimizer steps ok)" in out.stderr
+    assert (b"tracefix: verify: steps ok: 3 optimizer steps (3 backward passes); gradients non-zero, parameters "
+            b"changed; stopping now (time bound 0)") in out.stderr
+    assert b"tracefix: verify: time bound: " in out.stderr
     # stopped right after the third step's optimizer step, before its print
     assert out.stdout.decode().splitlines() == ["step 0 done", "step 1 done"]
     assert elapsed < 60
@@ -438,7 +442,9 @@ import sys
 crash = ("Traceback (most recent call last):\\n  File \\"%s\\", line 6, in <module>\\n    loss.backward()\\n"
          "RuntimeError: grad can be implicitly created only for scalar outputs\\n" % os.path.abspath("train.py"))
 if os.environ.get("TRACEFIX_VERIFY_STEPS"):
-    sys.stderr.write("\\ntracefix: verified after 2 steps (2 backward passes, 2 optimizer steps ok)\\n")
+    sys.stderr.write("\\ntracefix: verify: steps ok: 2 optimizer steps (2 backward passes); gradients non-zero, "
+                     "parameters changed; running on for at most 60s\\n"
+                     "tracefix: verify: time bound: ran on 60s after the 2 optimizer steps without an error\\n")
     sys.stderr.write(crash if os.environ.get("AGAIN") else "Traceback (most recent call last):\\n"
                      "  File \\"/opt/nbclient/client.py\\", line 1009, in run\\n"
                      "nbclient.exceptions.DeadKernelError: Kernel died\\n")
@@ -462,7 +468,9 @@ def test_verify_trusts_the_hooks_line_when_only_the_launcher_failed_after_it(tmp
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     assert report["verification"] == "verified" and report["applied"] == "train.py" and "restored" not in report
     assert 'reduction="mean"' in (tmp_path / "train.py").read_text()       # the working patch stays
-    assert b"the patched training reached 2 optimizer steps; the command then exited with status 1" in run.stderr
+    assert (b"verified: 2 optimizer steps, gradients non-zero and parameters changed, then no error until stopped "
+            b"at the time bound") in run.stderr
+    assert b"the command then exited with status 1 because --verify ended the process that trained" in run.stderr
 
 
 KERNEL_LIKE = """\
@@ -484,5 +492,5 @@ def test_verify_hook_line_reaches_the_real_stderr_of_a_jupyter_kernel(tmp_path):
     out = subprocess.run([sys.executable, "kernel.py"], cwd=tmp_path, capture_output=True,
                          env=_env(**hook_env(verify_steps=2)), timeout=TIMEOUT)
     assert out.returncode == 0, out.stderr
-    assert out.stderr.startswith(b"\ntracefix: verified after 2 steps (2 backward passes, 2 optimizer steps ok); "
-                                 b"ending this Jupyter kernel now")
+    assert out.stderr.startswith(b"\ntracefix: verify: time bound: stopped 2 optimizer steps in (2 backward passes); "
+                                 b"no error so far; ending this Jupyter kernel now")
