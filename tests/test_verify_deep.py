@@ -128,6 +128,11 @@ def test_steps_that_train_then_an_evaluation_that_fails_are_not_verified(tmp_pat
     before = _snapshot(work)
     proc, report, err = _verify(work, *options)
     assert proc.returncode == 3, err[-3000:]
+    if case.startswith("backward-only"):
+        # the locator sees the later .item() use, so this patch is insufficient and never written
+        assert report["verification"] == "not run" and "insufficient" in err
+        assert _snapshot(work) == before
+        return
     assert report["verification"] == "still failing" and report["exit_code"] == 3   # the family's sequel
     assert "verified" not in report["verification_detail"]
     assert sequel in report["verification_detail"] and "after 2 optimizer steps had trained" in report[
