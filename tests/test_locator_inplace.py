@@ -552,3 +552,52 @@ def test_a_view_of_the_named_output_is_that_output(tmp_path):
     reason = out.fix_sites[0].reason
     assert "weaker candidate" not in reason
     assert "the output of torch.sigmoid, seen through .squeeze()" in reason
+
+
+# -- recurrent layers: autograd names them MkldnnRnnLayer / CudnnRnnBackward0 ------------------
+RNN_MODEL = """
+    import torch.nn as nn
+
+    class RNNModel(nn.Module):
+        def __init__(self, rnn_type, n, d, dropout=0.5):
+            super().__init__()
+            self.drop = nn.Dropout(dropout, inplace=True)
+            self.encoder = nn.Embedding(n, d)
+            self.rnn = getattr(nn, rnn_type)(d, d, 2, dropout=dropout)
+            self.decoder = nn.Linear(d, n)
+
+        def forward(self, x, hidden):
+            emb = self.encoder(x)
+            output, hidden = self.rnn(emb, hidden)
+            output = self.drop(output)
+            return self.decoder(output), hidden
+    """
+RNN_TRAIN = """
+    import argparse
+    from model import RNNModel
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=20)
+    args = parser.parse_args()
+    model = RNNModel("LSTM", 10, 8)
+    lr = args.lr
+    for epoch in range(3):
+        output, hidden = model(x, hidden)
+        loss = criterion(output, y)
+        loss.backward()
+        lr /= 4.0
+    """
+
+
+def test_rnn_node_names_are_one_family():
+    assert op_family("MkldnnRnnLayer") == op_family("CudnnRnnBackward0") == op_family("LSTM") == "rnn"
+    assert op_family("GRUCell") == op_family("rnn") == "rnn"
+
+
+def test_inplace_dropout_on_an_rnn_output_is_first_and_a_namespace_number_is_no_candidate(tmp_path):
+    write(tmp_path, "model.py", RNN_MODEL)
+    write(tmp_path, "train.py", RNN_TRAIN)
+    message, fields = msg("MkldnnRnnLayer")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("model.py", line_of(tmp_path, "model.py", "inplace=True"), "inplace-kwarg")
+    # `lr = args.lr` is a number from the command line: `lr /= 4.0` cannot be what autograd saved
+    assert all(s.code.strip() != "lr /= 4.0" for s in out.fix_sites), [s.code for s in out.fix_sites]

@@ -193,3 +193,46 @@ def test_verify_timeout_needs_verify_and_reaches_the_hook_env(tmp_path):
     env = _tracefix(tmp_path, "hook", "--print-env", "--no-witness", "--verify-steps", "3", "--verify-timeout", "7.5")
     assert env.returncode == 0 and env.stdout.decode().splitlines()[1:] == [
         "export TRACEFIX_VERIFY_STEPS=3", "export TRACEFIX_VERIFY_TIMEOUT=7.5"]
+
+
+# Parameters updated by hand, no torch.optim (pytorch/examples word_language_model's loop).
+HAND_SGD = """\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+crit = nn.MSELoss(reduction="none")
+lr = {lr}
+
+for step in range(6):
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    model.zero_grad()
+    loss = crit(model(x), y)
+    loss.backward()
+    for p in model.parameters():
+        p.data.add_(p.grad, alpha=-lr)
+print("done: loss", float(crit(model(x), y).mean()))
+"""
+
+
+def test_a_program_that_updates_its_parameters_by_hand_is_verified(tmp_path):
+    work = _write(tmp_path, HAND_SGD.format(lr=0.1))
+    proc, report, err = _verify(work)
+    assert proc.returncode == 0, err[-3000:]
+    assert report["verification"] == "verified", err[-3000:]
+    detail = report["verification_detail"]
+    assert detail.startswith("verified: 2 parameter updates by the program's own code, gradients non-zero and "
+                             "parameters changed, ran to the end (exit 0)"), detail
+    assert 'reduction="mean"' in (work / "train.py").read_text()
+    assert re.search(r"^done: loss \d", err, re.M)
+
+
+def test_a_program_whose_hand_update_changes_nothing_is_not_verified(tmp_path):
+    work = _write(tmp_path, HAND_SGD.format(lr=0.0))
+    before = _snapshot(work)
+    proc, report, err = _verify(work)
+    assert proc.returncode == 3, err[-3000:]
+    assert report["verification"] == "not training"
+    assert "no parameter changed between backward passes" in report["verification_detail"]
+    assert report["restored"] == "train.py" and _snapshot(work) == before

@@ -70,6 +70,7 @@ _VERIFY_PREFIX = "tracefix: verify: "      # runner._verify reads these lines (h
 _SNAPSHOTS = 4                             # parameters whose values a step must change (a few: cheap)
 _SNAPSHOT_NUMEL = 1 << 20                  # ... preferably ones smaller than this
 _SCAN = 64                                 # parameters looked at for a non-zero gradient, at most
+_GRAPH_NODES = 20000                       # autograd nodes walked to find a backward's leaves, at most
 
 
 def _say(kind, text):
@@ -112,23 +113,39 @@ def _verify_bound():
 def _install_verify(torch, steps, bound=None):
     """Watch the first ``steps`` backward passes and optimizer steps: a non-zero gradient must
     reach a trainable parameter and a step must change it.  Then the program runs on, ended by
-    the hook ``bound`` seconds later (0: at once) if it has not ended by itself."""
+    the hook ``bound`` seconds later (0: at once) if it has not ended by itself.
+
+    A program without an optimizer (``p.add_(p.grad, alpha=-lr)`` by hand) is watched through
+    its backward passes: the leaves each one reaches must get a non-zero gradient, and their
+    values must change before the next one; a change seen counts as a step."""
     import atexit
     import functools
     import threading
 
     bound = _verify_bound() if bound is None else bound
-    counts = {"backward": 0, "step": 0}
-    state = {"grad": False, "changed": False, "said": False, "reached": False, "snap": [], "note": ""}
+    counts = {"backward": 0, "step": 0, "manual": 0}
+    state = {"grad": False, "changed": False, "said": False, "reached": False, "snap": [], "note": "",
+             "hand": []}
 
     def passed():
         return state["grad"] and state["changed"]
 
+    def updates():
+        return counts["step"] or counts["manual"]
+
+    def done_text():
+        if counts["step"]:
+            return "%d optimizer steps (%d backward passes)" % (counts["step"], counts["backward"])
+        return ("%d parameter updates by the program's own code (no optimizer step, %d backward passes)"
+                % (counts["manual"], counts["backward"]))
+
     def reason():
-        if counts["step"] == 0:
+        if counts["step"] == 0 and counts["backward"] == 0:
             return "no optimizer step ran"
         if not state["grad"]:
             return "every gradient was zero or missing at each optimizer step"
+        if counts["step"] == 0:
+            return "no optimizer step ran, and no parameter changed between backward passes"
         return "gradients were non-zero, but no optimizer step changed a parameter (a learning rate of 0?)"
 
     def checks():
@@ -136,13 +153,13 @@ def _install_verify(torch, steps, bound=None):
 
     def on_bound():
         if passed():
-            _end_verified(steps, counts, "time bound", "ran on %gs after the %d optimizer steps without an error"
-                          % (bound, steps))
+            _end_verified(steps, counts, "time bound", "ran on %gs after the %d %s without an error"
+                          % (bound, steps, "optimizer steps" if counts["step"] else "parameter updates"))
         _end_verified(steps, counts, "not training", "%d optimizer steps ran in %gs, but %s"
                       % (counts["step"], bound, reason()), status=1)
 
     def check():
-        if not state["reached"] and counts["backward"] >= steps and counts["step"] >= steps:
+        if not state["reached"] and counts["backward"] >= steps and updates() >= steps:
             state["reached"] = True
             if bound > 0:
                 timer = threading.Timer(bound, on_bound)
@@ -152,8 +169,8 @@ def _install_verify(torch, steps, bound=None):
                 on_bound()
         if state["reached"] and passed() and not state["said"]:
             state["said"] = True
-            _say("steps ok", "%d optimizer steps (%d backward passes); %s; %s"
-                 % (counts["step"], counts["backward"], checks(),
+            _say("steps ok", "%s; %s; %s"
+                 % (done_text(), checks(),
                     "running on for at most %gs" % bound if bound > 0 else "stopping now (time bound 0)"))
             if bound <= 0:
                 on_bound()
@@ -187,7 +204,7 @@ def _install_verify(torch, steps, bound=None):
                         (small if p.numel() <= _SNAPSHOT_NUMEL else large).append(p)
                 chosen = (small + large)[:_SNAPSHOTS]
                 if not chosen and not state["grad"]:   # a closure computes the gradients inside step()
-                    chosen = [p for _i, p in zip(range(_SNAPSHOTS), trainable(optimizer))]
+                    chosen = [p for _i, p in zip(range(_SCAN), trainable(optimizer))][:_SNAPSHOTS]
                 state["snap"] = [(p, p.detach().clone()) for p in chosen]
         except Exception as exc:   # never break the user's step; say what was not checked
             state.update(grad=True, changed=True, snap=[],
@@ -206,17 +223,60 @@ def _install_verify(torch, steps, bound=None):
             state.update(grad=True, changed=True, snap=[],
                          note="gradients and parameters not checked (%s: %s)" % (exc.__class__.__name__, exc))
         counts["step"] += 1
+        state["hand"] = []
         check()
+
+    def leaves(args, kwargs):
+        """The leaf tensors that require grad which this backward reaches (a bounded walk)."""
+        roots = kwargs.get("tensors", args[0] if args else None)
+        roots = [roots] if isinstance(roots, torch.Tensor) else list(roots or ())
+        stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        seen, found = set(), []
+        while stack and len(seen) < _GRAPH_NODES and len(found) < _SCAN:
+            fn = stack.pop()
+            if fn is None or fn in seen:
+                continue
+            seen.add(fn)
+            variable = getattr(fn, "variable", None)   # an AccumulateGrad node: its leaf
+            if isinstance(variable, torch.Tensor):
+                found.append(variable)
+            else:
+                stack.extend(f for f, _i in getattr(fn, "next_functions", ()))
+        return found
+
+    def hand_changed():
+        """Whether a leaf the last backward gave a non-zero gradient has changed since."""
+        try:
+            with torch.no_grad():
+                if any(not torch.equal(p.detach(), before) for p, before in state["hand"]):
+                    counts["manual"] += 1
+                    state["changed"] = True
+        except Exception:
+            pass
+        state["hand"] = []
+
+    def hand_snapshot(found):
+        try:
+            with torch.no_grad():
+                chosen = [p for p in found if nonzero(p)]
+                if chosen:
+                    state["grad"] = True
+                chosen.sort(key=lambda p: p.numel() > _SNAPSHOT_NUMEL)
+                state["hand"] = [(p, p.detach().clone()) for p in chosen[:_SNAPSHOTS]]
+        except Exception:
+            state["hand"] = []
 
     def at_exit():
         # The program ended by itself (not on an uncaught exception: Python printed that already).
+        if state["hand"]:
+            hand_changed()
         if state["said"] or not (counts["step"] or counts["backward"]):
             return          # said so already, or a process that did not train (a data-loading worker)
         if getattr(_sys, "last_value", None) is not None or getattr(_sys, "last_exc", None) is not None:
             return
         if passed():
-            _say("ended early", "the program ended after %d of %d optimizer steps (%d backward passes); %s"
-                 % (counts["step"], steps, counts["backward"], checks()))
+            _say("ended early", "the program ended after %d of %d %s; %s"
+                 % (updates(), steps, done_text().split(" ", 1)[1], checks()))
         else:
             _say("not training", "the program ended after %d optimizer steps (%d backward passes), but %s"
                  % (counts["step"], counts["backward"], reason()))
@@ -229,8 +289,20 @@ def _install_verify(torch, steps, bound=None):
 
     @functools.wraps(original_backward)
     def backward(*args, **kwargs):
+        # Until an optimizer step is seen, parameters may be updated by hand between backwards.
+        watch = counts["step"] == 0 and not (passed() and counts["manual"] >= steps)
+        found = []
+        if watch:
+            if state["hand"]:
+                hand_changed()
+            try:
+                found = leaves(args, kwargs)
+            except Exception:
+                found = []
         result = original_backward(*args, **kwargs)
         counts["backward"] += 1
+        if found and counts["step"] == 0:
+            hand_snapshot(found)
         check()
         return result
 

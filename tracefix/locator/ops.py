@@ -56,6 +56,8 @@ def op_family(name: str) -> str:
         return "mm"
     if "dropout" in n:
         return "dropout"
+    if "rnn" in n or "lstm" in n or "gru" in n:
+        return "rnn"        # MkldnnRnnLayer, CudnnRnnBackward0, nn.LSTM, nn.GRUCell, self.rnn
     if "softmax" in n:
         return "logsoftmax" if "log" in n else "softmax"
     if n.endswith("pool") or "pool" in n:
@@ -71,7 +73,7 @@ def op_family(name: str) -> str:
 
 
 KNOWN_FAMILIES = frozenset(_FAMILY_EXACT.values()) | {
-    "batchnorm", "layernorm", "groupnorm", "instancenorm", "conv", "pool", "dropout"}
+    "batchnorm", "layernorm", "groupnorm", "instancenorm", "conv", "pool", "dropout", "rnn"}
 
 BINOP_FAMILY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
                  ast.MatMult: "mm", ast.FloorDiv: "div"}

@@ -536,7 +536,7 @@ class _Inplace(Tracer):
                     origin = tracked[alias_of]
                 else:
                     origin = None
-                    if _tensorish(value):
+                    if _tensorish(value) and not _reads_namespace(sf, value):
                         fams = self._expr_families(sf, scope, value, st.lineno)
                         if not fams and isinstance(value, ast.Call) and (
                                 isinstance(value.func, ast.Name) or dotted(value.func).startswith("self.")):
@@ -958,6 +958,22 @@ def _tensorish(value: ast.AST) -> bool:
         if name[:1].isupper() and name not in ("T",):
             return False          # constructing a module/object
     return isinstance(value, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute, ast.IfExp, ast.Name))
+
+
+def _reads_namespace(sf: SourceFile, value: ast.AST) -> bool:
+    """Is value an attribute of a command-line namespace (`lr = args.lr`): a number or a string?"""
+    if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)):
+        return False
+    names = getattr(sf, "_parse_args_names", None)
+    if names is None:
+        names = set()
+        for n in ast.walk(sf.tree) if sf.tree is not None else ():
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) \
+                    and last_name(n.value.func) in ("parse_args", "parse_known_args"):
+                for t in n.targets:
+                    names |= {e.id for e in ast.walk(t) if isinstance(e, ast.Name)}
+        sf._parse_args_names = names
+    return value.value.id in names
 
 
 def _is_simple_stmt(st: ast.stmt) -> bool:
