@@ -601,3 +601,69 @@ def test_inplace_dropout_on_an_rnn_output_is_first_and_a_namespace_number_is_no_
     assert first(out) == ("model.py", line_of(tmp_path, "model.py", "inplace=True"), "inplace-kwarg")
     # `lr = args.lr` is a number from the command line: `lr /= 4.0` cannot be what autograd saved
     assert all(s.code.strip() != "lr /= 4.0" for s in out.fix_sites), [s.code for s in out.fix_sites]
+
+
+# -- writes a forward hook makes, and writes through a view --------------------------------------
+HOOKS = """
+    import torch.nn as nn
+
+    def attach_scaling(model, scale):
+        def hook(module, inputs, output):
+            output.mul_(scale)
+        for m in model.modules():
+            if isinstance(m, nn.ReLU):
+                m.register_forward_hook(hook)
+    """
+
+
+def test_an_in_place_write_in_a_forward_hook_on_the_modules_that_saved_it_is_the_fix_site(tmp_path):
+    write(tmp_path, "utils.py", HOOKS)
+    write(tmp_path, "train.py", "from utils import attach_scaling\nattach_scaling(model, 2.0)\n"
+                                "loss = model(x).sum()\nloss.backward()\n")
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("utils.py", line_of(tmp_path, "utils.py", "output.mul_"), "inplace-method")
+    assert out.fix_sites[0].score >= 0.8      # the hooked modules are ReLUs: the message's family
+
+
+def test_a_forward_hook_that_writes_a_fresh_tensor_is_no_candidate(tmp_path):
+    write(tmp_path, "utils.py", HOOKS.replace("output.mul_(scale)", "extra = output * 2\n        extra.mul_(scale)"))
+    write(tmp_path, "train.py", "from utils import attach_scaling\nattach_scaling(model, 2.0)\n"
+                                "loss = model(x).sum()\nloss.backward()\n")
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert not any(s.path == "utils.py" and s.score >= 0.8 for s in out.fix_sites), out.fix_sites
+
+
+VIEW_WRITE = """
+    import torch.nn as nn
+
+    class Wrapper(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            hidden = self.net(x)
+            rep = hidden.flatten(1)
+            rep.div_(rep.norm(dim=-1, keepdim=True))
+            return rep
+    """
+
+
+def test_an_in_place_write_through_a_view_matches_an_asstrided_message(tmp_path):
+    write(tmp_path, "model.py", VIEW_WRITE)
+    write(tmp_path, "train.py", "from model import Wrapper\nmodel = Wrapper(net)\nloss = model(x).sum()\n"
+                                "loss.backward()\n")
+    message, fields = msg("AsStrided")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("model.py", line_of(tmp_path, "model.py", "rep.div_"), "inplace-method")
+
+
+def test_the_same_write_on_the_base_name_is_not_a_view_match(tmp_path):
+    write(tmp_path, "model.py", VIEW_WRITE.replace("rep = hidden.flatten(1)", "rep = hidden"))
+    write(tmp_path, "train.py", "from model import Wrapper\nmodel = Wrapper(net)\nloss = model(x).sum()\n"
+                                "loss.backward()\n")
+    message, fields = msg("AsStrided")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert not any(s.path == "model.py" and s.score >= 0.8 for s in out.fix_sites), out.fix_sites

@@ -67,6 +67,7 @@ class _Inplace(Tracer):
             for scope in sf.scopes():
                 self._scan_inplace(sf, scope, fam)
             self._sequential_chains(sf, fam)
+            self._forward_hooks(sf, fam)
         if len(self.ctx.sites) == before and fam != "view":
             self._inplace_modules(files, node)
 
@@ -534,6 +535,10 @@ class _Inplace(Tracer):
                 alias_of = base_name(value) if _is_view_chain(value) else ""
                 if alias_of and alias_of in tracked:
                     origin = tracked[alias_of]
+                    if seed is None and not isinstance(value, ast.Name) and "view" not in origin[0]:
+                        # `rep = hidden.flatten(1)`: a write through the view reaches the base;
+                        # autograd then names the view (AsStrided)
+                        origin = (set(origin[0]) | {"view"}, origin[1], origin[2])
                 else:
                     origin = None
                     if _tensorish(value) and not _reads_namespace(sf, value):
@@ -555,6 +560,41 @@ class _Inplace(Tracer):
             elif isinstance(st, (ast.For, ast.With)):
                 pass
         return count
+
+    def _forward_hooks(self, sf: SourceFile, fam: str) -> None:
+        """A forward hook's ``output`` is the module's output, which the module's backward may
+        have saved: scan each hook registered here with that argument tracked."""
+        for scope in sf.scopes():
+            for call in sf.own(scope):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and call.func.attr in ("register_forward_hook", "register_module_forward_hook")
+                        and call.args):
+                    continue
+                found = self._local_def(sf, scope, call.args[0])
+                if found is None:
+                    continue
+                hsf, hook = found
+                params = [a for a in param_names(hook) if a not in ("self", "cls")]
+                if len(params) < 3:
+                    continue
+                # `isinstance(m, nn.ReLU)` around the registration: the hooked modules' family
+                fams = {op_family(last_name(c)) for n in sf.own(scope) if isinstance(n, ast.Call)
+                        and last_name(n.func) == "isinstance" and len(n.args) == 2
+                        for c in (n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]])}
+                fams.discard("")
+                origin = (fams or {"?mod"}, call.lineno, f"the module that {src(sf, call.func)}(...) hooks")
+                self._scan_inplace(hsf, hook, fam, init={params[2]: origin}, init_used={params[2]})
+
+    def _local_def(self, sf: SourceFile, scope: ast.AST, ref: ast.AST) -> Optional[Tuple[SourceFile, ast.AST]]:
+        """The def that ref names: one nested in scope, or a project-level one."""
+        if isinstance(ref, ast.Name):
+            for n in sf.own(scope):
+                if isinstance(n, FUNC_TYPES) and n.name == ref.id:
+                    return sf, n
+        found = self.resolve_def(sf, ref)
+        if found is not None and isinstance(found[1], FUNC_TYPES):
+            return found
+        return None
 
     def _follow_call(self, sf: SourceFile, scope: ast.AST, st: ast.AST, call: ast.Call, tracked: Dict[str, tuple],
                      used: Set[str], fam: str, depth: int, used_before) -> None:
