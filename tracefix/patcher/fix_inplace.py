@@ -7,6 +7,8 @@ from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
+from tracefix.record import replace
+
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwarg, positional, remove_arg
 from tracefix.patcher.rebind import (Sources, dropped_write_risk, hook_of, in_loop, names_read as _names, read_after,
@@ -614,6 +616,40 @@ def _optimizer_roots(src: Source, opt: str) -> Optional[Set[str]]:
     return roots
 
 
+def _param_sources(node: cst.CSTNode) -> Set[str]:
+    """What an optimizer's params argument draws on, as dotted paths: ``model.trunk_parameters``
+    and ``model.action_head`` in ``model.trunk_parameters() + list(model.action_head.parameters())``."""
+    if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node):
+        return {dotted(node)} - _BUILTINS
+    out: Set[str] = set()
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _PARAM_VIEWS and dotted(func.value):
+            return {dotted(func.value)}
+        if dotted(func) and dotted(func) not in _BUILTINS and not dotted(func).startswith("itertools."):
+            out.add(dotted(func))
+        for a in node.args:
+            out |= _param_sources(a.value)
+        return out
+    for child in node.children:
+        out |= _param_sources(child)
+    return out
+
+
+def _shared_sources(src: Source, opt1: str, opt2: str) -> Set[str]:
+    """The param sources of two optimizers that overlap (one is the other or contains it)."""
+    def sources(opt: str) -> Set[str]:
+        out: Set[str] = set()
+        for v in _assignments(src, opt):
+            params = positional(v)[:1] or [a for a in v.args if a.keyword is not None and a.keyword.value == "params"]
+            if params:
+                out |= _param_sources(params[0].value)
+        return out
+    a, b = sources(opt1), sources(opt2)
+    return {x for x in a for y in b if x == y or x.startswith(y + ".") or y.startswith(x + ".")} | \
+        {y for x in a for y in b if x == y or x.startswith(y + ".") or y.startswith(x + ".")}
+
+
 def _step_call(stmt: cst.CSTNode) -> Optional[cst.Call]:
     """The call of a statement line that is exactly ``<optimizer>.step()``."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
@@ -669,8 +705,13 @@ def _reorder_option(ctx: Context, site: FixSite) -> Optional[Option]:
     opt2 = dotted(_step_call(body[s2]).func.value)
     roots1 = _optimizer_roots(src, opt1)
     roots2 = _optimizer_roots(src, opt2)
-    if opt2 == opt1 or roots1 is None or roots2 is None or roots1 & roots2:
-        return None  # shared parameters would get the second loss's gradient before the step
+    if opt2 == opt1 or roots1 is None or roots2 is None:
+        return None
+    # parameters in both optimizers (an actor-critic's shared trunk) get both losses' gradients
+    # whatever the backward's inputs; the step then runs on their sum
+    shared = _shared_sources(src, opt1, opt2)
+    if roots1 & roots2 and not shared:
+        return None  # related through what the models were built from: which parameters, unknown
     # (2)/(3) nothing up to the backward touches the stepped model, its optimizer, gradients or a
     # function of this file (which could use the model behind our back)
     local_defs = {f.name.value for f in src.all((cst.FunctionDef, cst.ClassDef))}
@@ -690,7 +731,7 @@ def _reorder_option(ctx: Context, site: FixSite) -> Optional[Option]:
         nxt = new[at + 1]
         if blanks and not (nxt.leading_lines and nxt.leading_lines[0].comment is None):
             new[at + 1] = nxt.with_changes(leading_lines=[blanks[0], *nxt.leading_lines])
-        if not has_inputs:
+        if not has_inputs and not shared:
             params = expr(f'[p for group in {opt2}.param_groups for p in group["params"] if p.requires_grad]')
             target = _backward_calls(new[b])[0]
             new[b] = new[b].visit(_Swap(target, _append(target, kwarg("inputs", params))))
@@ -698,6 +739,12 @@ def _reorder_option(ctx: Context, site: FixSite) -> Optional[Option]:
 
     text = src.replace(block, make)
     what = src.code(backward.func.value).strip()
+    if shared:
+        return Option(f"Move `{opt1}.step()` after `{what}.backward()`, so that backward() runs through the "
+                      "parameters its forward pass saved",
+                      "unsafe", f"{opt1} and {opt2} share parameters ({', '.join(sorted(shared))}): after "
+                      f"the move, both steps use the sum of both losses' gradients on them, where {opt1}'s step "
+                      "used only the first loss's.", {site.path: text})
     return Option(f"Move `{opt1}.step()` after `{what}.backward()` and let that backward() fill only `{opt2}`'s "
                   "gradients, so it runs through the parameters its forward pass saved",
                   "unsafe", f"The optimizer step is moved after the second backward(), which now only accumulates "
@@ -724,10 +771,92 @@ class _Swap(cst.CSTTransformer):
         return self.new if original_node is self.old else updated_node
 
 
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    """Does stmt assign name, or change it in place (``name.fill_(...)``, ``name += ...``)?"""
+    for n in _walk(stmt):
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(x, cst.Name) and x.value == name for t in targets for x in _walk(t)):
+                return True
+        elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value.endswith("_") \
+                and not n.func.attr.value.startswith("_") and name in _names(n.func.value):
+            return True
+    return False
+
+
+def _single_assign(stmt: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """(name, value) of a statement line that is exactly ``name = value``."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+            and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name):
+        return stmt.body[0].targets[0].target.value, stmt.body[0].value
+    return None
+
+
+def _recompute_option(ctx: Context, site: FixSite) -> Optional[Option]:
+    """Run the stepped model's forward again after its step (a GAN's ``output = netD(fake)``),
+    when the next backward's loss is computed after the step from that model's stale output."""
+    src = ctx.source(site.path)
+    if src is None:
+        return None
+    line = next((s for s in src.all_on_line(site.line, cst.SimpleStatementLine)
+                 if src.line_of(s) == site.line and _step_call(s) is not None), None)
+    if line is None:
+        return None
+    block = src.parent(line)
+    if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+        return None
+    body = list(block.body)
+    at = next(i for i, s in enumerate(body) if s is line)
+    opt1 = dotted(_step_call(line).func.value)
+    roots = _optimizer_roots(src, opt1)
+    b = next((i for i in range(at + 1, len(body)) if _backward_calls(body[i])), None)
+    if roots is None or b is None or len(_backward_calls(body[b])) != 1:
+        return None
+    receiver = _backward_calls(body[b])[0].func.value
+    # the loss: computed after the step, in this block, from names bound before it
+    reads = _names(receiver)
+    made = next((i for i in range(b - 1, at, -1) if _single_assign(body[i]) is not None
+                 and _single_assign(body[i])[0] in reads), None)
+    if made is None:
+        return None
+    stale: List[int] = []
+    for name in sorted(_names(_single_assign(body[made])[1])):
+        if any(_binds(st, name) for st in body[at + 1:made]):
+            continue                                   # bound again after the step: fresh
+        j = next((i for i in range(at - 1, -1, -1) if _binds(body[i], name)), None)
+        if j is None or _single_assign(body[j]) is None:
+            continue
+        value = _single_assign(body[j])[1]
+        if not (isinstance(value, cst.Call) and dotted(value.func).split(".")[0] in roots):
+            continue                                   # not the stepped model's own forward call
+        args = _names(value, skip_callees=True) - {dotted(value.func).split(".")[0]}
+        if any(_binds(st, a) for st in body[j + 1:at + 1] for a in args):
+            return None                                # its inputs changed since: no faithful rerun
+        stale.append(j)
+    if not stale:
+        return None
+
+    def make(updated: cst.CSTNode) -> cst.CSTNode:
+        new = list(updated.body)
+        again = [new[j].deep_clone().with_changes(leading_lines=()) for j in stale]
+        return updated.with_changes(body=new[:at + 1] + again + new[at + 1:])
+
+    text = src.replace(block, make)
+    names = ", ".join(f"`{_single_assign(body[j])[0]}`" for j in stale)
+    model = dotted(_single_assign(body[stale[0]])[1].func)
+    loss = _single_assign(body[made])[0]
+    return Option(f"Compute {names} again after `{opt1}.step()`, so `{loss}` runs through the updated `{model}` "
+                  "instead of the graph whose saved weights the step overwrote",
+                  "unsafe", f"`{loss}` now sees `{model}` after its step (as pytorch/examples' DCGAN does), and "
+                  f"`{model}` runs one more forward pass per iteration (BatchNorm statistics and dropout see it).",
+                  {site.path: text})
+
+
 @fixer("optimizer-step-between")
 def optimizer_step_between(ctx: Context, site: FixSite) -> List[Option]:
-    option = _reorder_option(ctx, site)
-    return [] if option is None else [option]
+    options = [_recompute_option(ctx, site), _reorder_option(ctx, site)]
+    options = [o for o in options if o is not None]
+    return options[:1] + [replace(o, alternative=True) for o in options[1:]]
 
 
 def explain_unpatchable(site: FixSite) -> str:

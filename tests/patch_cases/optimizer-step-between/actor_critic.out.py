@@ -13,12 +13,12 @@ def train(env, actor, critic, steps):
         critic_loss = (value - reward).pow(2).mean()
         critic_opt.zero_grad()
         critic_loss.backward(retain_graph=True)
+        # update the critic first
+        critic_opt.step()  # FIX: optimizer-step-between
+        q = critic(torch.cat([state, action], dim=-1))
         actor_loss = -q.mean()
         actor_opt.zero_grad()
         actor_loss.backward(
             retain_graph=False,
-            inputs=[p for group in actor_opt.param_groups for p in group["params"] if p.requires_grad],
         )
-        # update the critic first
-        critic_opt.step()  # FIX: optimizer-step-between
         actor_opt.step()

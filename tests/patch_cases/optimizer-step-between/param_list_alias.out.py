@@ -1,0 +1,13 @@
+import torch
+
+d_params = list(D.parameters())
+opt_g = torch.optim.Adam(G.parameters())
+opt_d = torch.optim.Adam(d_params)
+for x in data:
+    d_fake = D(G(x))
+    d_fake.mean().backward(retain_graph=True)
+    opt_d.step()  # FIX: optimizer-step-between
+    d_fake = D(G(x))
+    g_loss = -D(G(x)).mean() - d_fake.mean()
+    g_loss.backward()
+    opt_g.step()
