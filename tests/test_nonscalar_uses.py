@@ -318,6 +318,62 @@ CASES["accum-item"] = {
         '''),
 }
 
+# 6. the model's forward returns (logits, loss) and an evaluation pass unpacks it too (nanoGPT)
+CASES["model-tuple"] = {
+    "model.py": d('''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class TinyLM(nn.Module):
+            def __init__(self, vocab=11, d=16):
+                super().__init__()
+                self.emb = nn.Embedding(vocab, d)
+                self.head = nn.Linear(d, vocab)
+
+            def forward(self, idx, targets=None):
+                logits = self.head(self.emb(idx))
+                if targets is not None:
+                    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction="none")
+                else:
+                    loss = None
+                return logits, loss
+        '''),
+    "train.py": d('''
+        import torch
+
+        from model import TinyLM
+
+        torch.manual_seed(0)
+        data = torch.randint(0, 11, (64, 9))
+        model = TinyLM()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        accum = 2
+
+
+        @torch.no_grad()
+        def estimate_loss():
+            model.eval()
+            losses = torch.zeros(4)
+            for k in range(4):
+                _, loss = model(data[k:k + 8, :-1], data[k:k + 8, 1:])
+                losses[k] = loss.item()
+            model.train()
+            return losses.mean()
+
+
+        for it in range(4):
+            for micro in range(accum):
+                x, y = data[micro::8, :-1], data[micro::8, 1:]
+                logits, loss = model(x, y)
+                loss = loss / accum
+                loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            print(f"iter {it}: val loss {estimate_loss():.4f}")
+        '''),
+}
+
 
 import pytest
 
@@ -326,7 +382,7 @@ from conftest import REPO, run_script
 # the producer that covers every use: file and a snippet of its line
 PRODUCER = {"eval-criterion": ("train.py", 'reduction="none"'), "eval-loss-fn": ("losses.py", "return"),
             "vae-kld": ("losses.py", "return BCE + KLD"), "losses-dict": ("losses.py", "return {"),
-            "accum-item": ("train.py", 'reduction="none"')}
+            "accum-item": ("train.py", 'reduction="none"'), "model-tuple": ("model.py", 'reduction="none"')}
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -433,3 +489,29 @@ def test_first_site_is_the_same_in_every_format_and_without_patches(tmp_path):
         assert f"/{want}:" in first_line and "fix here" in first_line
         assert f"fix site:   {want}" in _tracefix(tmp_path, "--format", "plain", *extra).stdout
     assert f"fix site:   {want}" in _tracefix(tmp_path, "--format", "rich").stdout
+
+
+UNKNOWN_PRODUCER = {
+    "model.py": CASES["model-tuple"]["model.py"].replace(
+        'F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction="none")',
+        "(logits.softmax(-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1) - 1) ** 2"),
+    "train.py": CASES["model-tuple"]["train.py"],
+}
+
+
+def test_a_loss_unpacked_from_a_model_that_eval_also_reads_gets_no_safe_call_site_patch(tmp_path):
+    """No producer is recognised (a hand-written per-token loss in forward), but estimate_loss()
+    unpacks the same model's loss and calls .item(): reducing at the training call site alone
+    leaves that failing, so no patch there is `safe`, and the reason names the read."""
+    for f, t in UNKNOWN_PRODUCER.items():
+        (tmp_path / f).write_text(t)
+    proc = run_script(tmp_path)
+    assert "grad can be implicitly created only for scalar outputs" in proc.stderr
+    (tmp_path / "crash.log").write_text(proc.stdout + proc.stderr)
+    diag = json.loads(_tracefix(tmp_path, "--format", "json").stdout)["diagnoses"][0]
+    read = UNKNOWN_PRODUCER["train.py"].splitlines().index("        losses[k] = loss.item()") + 1
+    train_patches = [p for p in diag["patches"] if "+++ b/train.py" in p["diff"]]
+    assert train_patches
+    for p in train_patches:
+        assert p["applicability"] != "safe", p
+        assert f"train.py:{read}" in p["reason"], p

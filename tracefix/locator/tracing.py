@@ -303,14 +303,24 @@ class Tracer:
                     return m
         return None
 
-    def result_need(self, sf: SourceFile, call: ast.Call) -> Optional[ast.AST]:
+    def result_need(self, sf: SourceFile, call: ast.Call, index: Optional[int] = None) -> Optional[ast.AST]:
         """Where the result of ``call`` is needed as a number: the call itself
-        (``criterion(out, y).item()``), or a later read of the name it is assigned to."""
-        if self.needs_scalar(sf, call):
+        (``criterion(out, y).item()``), or a later read of the name it is assigned to; with
+        ``index``, of the name unpacked from that position (``logits, loss = model(x, y)``)."""
+        if index is None and self.needs_scalar(sf, call):
             return call
         p = sf.parent(_through_passes(sf, call))
-        if isinstance(p, ast.Assign) and len(p.targets) == 1 and isinstance(p.targets[0], ast.Name):
-            return self.number_read(sf, sf.scope_of(p), p.targets[0].id, p, returned=False)
+        if not (isinstance(p, ast.Assign) and len(p.targets) == 1):
+            return None
+        target = p.targets[0]
+        if index is not None:
+            elts = getattr(target, "elts", None)
+            if not isinstance(target, (ast.Tuple, ast.List)) or len(elts) <= index or \
+                    any(isinstance(e, ast.Starred) for e in elts):
+                return None
+            target = elts[index]
+        if isinstance(target, ast.Name):
+            return self.number_read(sf, sf.scope_of(p), target.id, p, returned=False)
         return None
 
     def object_calls(self, sf: SourceFile, scope: ast.AST, target: ast.AST, depth: int = 0

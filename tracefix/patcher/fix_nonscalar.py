@@ -626,6 +626,11 @@ def _reads(src: Source, scope: cst.CSTNode, name: str) -> List[cst.Name]:
 
 
 def _is_load(src: Source, n: cst.Name) -> bool:
+    cur, up = n, src.parent(n)
+    while isinstance(up, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        cur, up = up, src.parent(up)
+    if cur is not n:                                 # `logits, loss = model(x, y)` binds loss
+        return not (isinstance(up, (cst.AssignTarget, cst.For, cst.CompFor)) and up.target is cur)
     parent = src.parent(n)
     if isinstance(parent, cst.Attribute):
         return parent.attr is not n

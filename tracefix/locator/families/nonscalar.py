@@ -105,6 +105,7 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
             local = self.number_read(sf, scope, base.id, stmt)
         scalar = local is not None
         loss_returns = self._loss_fn_returns(sf, scope, assign) if crit is None and assign is not None else []
+        unpacked = self._unpacked_need(sf, scope, base, crash_line) if key is None else None
         if evidence_only and crit is None and not loss_returns:
             return
         # what the receiver's own fix leaves, and (below) what the assignment's fix leaves
@@ -127,7 +128,7 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                 self.ctx.add(rsf, ret.lineno, ret.value.col_offset, "per-sample-return",
                           f"{func_name(rsf, ret)} returns a loss that is not reduced to a scalar; "
                           f"backward() is called on it at {sf.rel}:{call.lineno}.", 0.9)
-            other = self._callers_need(loss_returns, own_call)
+            other = self._callers_need(loss_returns, own_call) or unpacked
             recv_left = recv_left or (self._left(other[0], other[1], "at backward() alone", other[2]) if other else "")
             other = self._left(other[0], other[1], "only at this assignment", other[2]) if other else ""
             if key is None:
@@ -139,13 +140,22 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
             self.ctx.add(csf, kw.lineno, kw.col_offset, "criterion-reduction",
                       "The loss comes from a criterion built with reduction='none', so it holds one value "
                       "per sample; nothing else uses the per-sample values.", 0.9)
-            other = self._criterion_need(csf, kw, own_call)
+            other = self._criterion_need(csf, kw, own_call) or unpacked
             recv_left = recv_left or (self._left(other[0], other[1], "at backward() alone", other[2]) if other else "")
             other = self._left(other[0], other[1], "only at this assignment", other[2]) if other else ""
             if assign is not None and key is None:
                 self._add_left(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
                                f"'{base.id}' is assigned the per-sample loss here.", 0.6, other)
             self._add_left(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.5, recv_left)
+        elif unpacked is not None:
+            # No producer found, but another call's result is read as a number: no reduction at
+            # this call site covers it, so every site here is marked insufficient.
+            self._add_left(sf, call.lineno, recv.col_offset, "backward-receiver", recv_reason, 0.9,
+                           recv_left or self._left(unpacked[0], unpacked[1], "at backward() alone", unpacked[2]))
+            if assign is not None:
+                self._add_left(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
+                               f"'{base.id}' is assigned a non-scalar value here.", 0.6,
+                               self._left(unpacked[0], unpacked[1], "only at this assignment", unpacked[2]))
         elif scalar and assign is not None and key is None:
             self.ctx.add(sf, assign.lineno, value_col(sf, assign), "loss-assignment",
                       f"'{base.id}' is used as a scalar elsewhere (e.g. .item() or printing) but is assigned "
@@ -266,16 +276,29 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                         return found
             return None
         if isinstance(expr, ast.Name):
-            a = self.last_assign(sf, scope, expr.id, line)
+            a = self._value_assign(sf, scope, expr.id, line)
             if a is None:
                 if frame_i >= 0 and isinstance(scope, FUNC_TYPES) and is_param(scope, expr.id):
                     return self._crit_from_caller(scope, expr.id, frame_i, depth)
                 return None
             if not isinstance(a, (ast.Assign, ast.AnnAssign)) or a.value is None:
                 return None
-            if isinstance(a, ast.Assign) and not (len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)):
+            pos = _unpacked_position(a, expr.id)
+            if pos is None and isinstance(a, ast.Assign) and \
+                    not (len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)):
                 return None
             if not self.only_consumed(sf, scope, expr.id, a, consumer):
+                return None
+            if pos is not None:
+                # `logits, loss = model(x, y)`: the element at that position of what the callee returns
+                if not isinstance(a.value, ast.Call):
+                    return None
+                for csf, fn in self.callees(sf, scope, a.value, a.lineno, wide=True):
+                    for ret in returns(fn):
+                        elt = _tuple_element(ret.value, *pos)
+                        found = self._crit_origin(csf, fn, elt, ret.lineno + 1, elt, depth + 1) if elt else None
+                        if found is not None:
+                            return found
                 return None
             return self._crit_origin(sf, scope, a.value, a.lineno, a.value, depth + 1, frame_i)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Div, ast.Mult)):
@@ -286,6 +309,56 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                 if self._scale(sf, scope, number, line):
                     return self._crit_origin(sf, scope, tensor, line, tensor if isinstance(tensor, ast.Name)
                                              else consumer, depth + 1, frame_i)
+        return None
+
+    def _value_assign(self, sf: SourceFile, scope: ast.AST, name: str, line: int) -> Optional[ast.AST]:
+        """The last assignment of ``name`` before ``line`` that can hold a loss: ``loss = None`` (the
+        branch without targets, in a model's forward) never reaches backward()."""
+        a = self.last_assign(sf, scope, name, line)
+        while isinstance(a, ast.Assign) and isinstance(a.value, ast.Constant) and a.value.value is None:
+            a = self.last_assign(sf, scope, name, a.lineno)
+        return a
+
+    def _unpacked_need(self, sf: SourceFile, scope: ast.AST, name: Optional[ast.Name], line: int):
+        """The loss was unpacked from a call's result (``logits, loss = model(x, y)``, maybe then
+        scaled: ``loss = loss / accum``): another call of the same model or function whose element
+        at that position is read as a number (estimate_loss()'s ``loss.item()``), as
+        :meth:`_callers_need`; or None."""
+        a = None
+        for _ in range(MAX_DEPTH):
+            if name is None:
+                return None
+            a = self._value_assign(sf, scope, name.id, line)
+            if not isinstance(a, ast.Assign):
+                return None
+            if _unpacked_position(a, name.id) is not None:
+                break
+            if not (len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)):
+                return None
+            name, _key = self._receiver_base(sf, scope, a.value, a.lineno)
+            line = a.lineno
+        else:
+            return None
+        pos = _unpacked_position(a, name.id)
+        own = a.value
+        if pos is None or not isinstance(own, ast.Call):
+            return None
+        func = own.func
+        calls: List[Tuple[SourceFile, ast.Call]] = []
+        if isinstance(func, ast.Name) and (is_param(scope, func.id) or self.assignments(sf, scope, func.id)):
+            calls = self.object_calls(sf, scope, func)
+        elif isinstance(func, ast.Name) or \
+                isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            calls = self.object_calls(sf, sf.tree if isinstance(func, ast.Name) else scope, func)
+        for csf, fn in self.callees(sf, scope, own, a.lineno, wide=True):
+            if getattr(fn, "name", "") not in ("forward", "__call__"):
+                calls += self.call_sites(csf, fn)
+        for osf, c in calls:
+            if c is own:
+                continue
+            need = self.result_need(osf, c, pos[0])
+            if need is not None:
+                return osf, need, src(sf, func)
         return None
 
     def _ctor_from_caller(self, fn: ast.AST, param: str, frame_i: int):
@@ -508,6 +581,27 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                 csf, kw = crit
                 self.ctx.add(csf, kw.lineno, kw.col_offset, "criterion-reduction",
                           "The returned loss comes from a criterion built with reduction='none'.", score - 0.2)
+
+
+def _unpacked_position(assign: ast.AST, name: str) -> Optional[Tuple[int, int]]:
+    """(position, count) of ``name`` in a tuple target (``logits, loss = ...``), else None."""
+    if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1):
+        return None
+    target = assign.targets[0]
+    if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in target.elts):
+        return None
+    for i, e in enumerate(target.elts):
+        if isinstance(e, ast.Name) and e.id == name:
+            return i, len(target.elts)
+    return None
+
+
+def _tuple_element(value: Optional[ast.AST], index: int, count: int) -> Optional[ast.AST]:
+    """The ``index``-th element of a returned tuple literal of ``count`` elements."""
+    if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == count and \
+            not any(isinstance(e, ast.Starred) for e in value.elts):
+        return value.elts[index]
+    return None
 
 
 def _no_dim(call: ast.Call) -> bool:
