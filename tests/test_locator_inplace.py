@@ -398,6 +398,32 @@ def test_anomaly_frame_that_saved_an_input(tmp_path):
     assert "anomaly" in out.fix_sites[0].reason
 
 
+def test_anomaly_note_promises_candidates_only_when_there_are_some(tmp_path):
+    # issue 22 item 6: the anomaly frame is explained by nothing, and nothing else was found either
+    write(tmp_path, "layers.py", """
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.fc = nn.Linear(d, d)
+
+            def forward(self, x):
+                return self.fc(x).relu()
+        """)
+    write(tmp_path, "train.py", "from layers import Head\nmodel = Head(4)\nloss = model(x).sum()\nloss.backward()\n")
+    anomaly = [user_frame(tmp_path, "layers.py", "return self.fc(x).relu()", func="forward")]
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields, anomaly=anomaly)
+    note = next(n for n in out.notes if "anomaly-mode trace" in n)
+    assert not out.fix_sites and "no other candidate was found" in note and "are listed" not in note
+    # with a candidate elsewhere, the note says so
+    (tmp_path / "layers.py").write_text((tmp_path / "layers.py").read_text() + "\n\nACT = nn.ReLU(inplace=True)\n")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields, anomaly=anomaly)
+    note = next(n for n in out.notes if "anomaly-mode trace" in n)
+    assert out.fix_sites and "other candidates are listed" in note
+
+
 def test_running_statistic_ranks_below_a_buffer_that_is_used(tmp_path):
     write(tmp_path, "layers.py", """
         import torch

@@ -59,6 +59,7 @@ class _Inplace(Tracer):
             self._params_updated_before_backward()
             if len(self.ctx.sites) == found:
                 self._step_between()
+        self._anomaly_unexplained = ""
         if self.ctx.anomaly_mapped and self._inplace_from_anomaly(fam):
             return
         files = self.ctx.search_files()
@@ -70,6 +71,10 @@ class _Inplace(Tracer):
             self._forward_hooks(sf, fam)
         if len(self.ctx.sites) == before and fam != "view":
             self._inplace_modules(files, node)
+        if self._anomaly_unexplained:
+            # said once the search is over, so that it does not promise candidates there are none of
+            rest = "other candidates are listed." if self.ctx.sites else "no other candidate was found either."
+            self.ctx.notes.append(self._anomaly_unexplained + rest)
 
     def _inplace_modules(self, files: List[str], node: str) -> None:
         """No traced write: every module built with ``inplace=True`` in these files is a candidate
@@ -718,8 +723,8 @@ class _Inplace(Tracer):
                                    why=why_in)
                 if len(self.ctx.sites) > before:
                     return True
-            self.ctx.notes.append(f"The anomaly-mode trace points at {m.rel_path}:{m.line}, but no in-place "
-                              f"change of that value was found; other candidates are listed.")
+            self._anomaly_unexplained = (f"The anomaly-mode trace points at {m.rel_path}:{m.line}, but no in-place "
+                                         f"change of that value was found; ")
             return False
         return False
 
