@@ -223,6 +223,9 @@ def test_tensor_passed_to_a_no_grad_helper_that_writes_it(tmp_path):
     message, fields = msg("Addmm")
     out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
     assert first(out) == ("metrics.py", line_of(tmp_path, "metrics.py", "z.div_"), "inplace-method")
+    # the value was made in train.py: the reason names that file with the line (issue 22 item 7)
+    made = line_of(tmp_path, "train.py", "za = proj(x)")
+    assert f"train.py:{made}" in out.fix_sites[0].reason and f"line {made})" not in out.fix_sites[0].reason
     assert "proj (nn.Linear)" in out.fix_sites[0].reason
 
 

@@ -424,7 +424,9 @@ class _Inplace(Tracer):
             n = hits_per_origin.get(origin_line, 0)
             hits_per_origin[origin_line] = n + 1
             score -= 0.05 * n
-            origin_at = f"line {origin_line}" if origin[1] else "an earlier line"
+            # an int: a line of this file; a str: "file:line" of the caller's file it was handed in from
+            origin_at = (origin_line if isinstance(origin_line, str) else f"line {origin_line}") if origin_line \
+                else "an earlier line"
             reason = why or (f"'{target}' (the output of {desc}, {origin_at}) is modified in place "
                              f"here, but autograd saved it for backward.")
             if not why and fam and fams & KNOWN_FAMILIES and fam not in fams and not (fam in op_fams and used_before):
@@ -587,7 +589,8 @@ class _Inplace(Tracer):
                         and last_name(n.func) == "isinstance" and len(n.args) == 2
                         for c in (n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]])}
                 fams.discard("")
-                origin = (fams or {"?mod"}, call.lineno, f"the module that {src(sf, call.func)}(...) hooks")
+                origin = (fams or {"?mod"}, _line_in(sf, hsf, call.lineno),
+                          f"the module that {src(sf, call.func)}(...) hooks")
                 self._scan_inplace(hsf, hook, fam, init={params[2]: origin}, init_used={params[2]})
 
     def _local_def(self, sf: SourceFile, scope: ast.AST, ref: ast.AST) -> Optional[Tuple[SourceFile, ast.AST]]:
@@ -619,7 +622,7 @@ class _Inplace(Tracer):
                 arg = argument_for(fn, call, p)
                 if isinstance(arg, ast.Name) and arg.id in tracked:
                     fams, line, desc = tracked[arg.id]
-                    init[p] = (fams, line, desc if "param" not in fams else f"the argument '{arg.id}'")
+                    init[p] = (fams, _line_in(sf, csf, line), desc if "param" not in fams else f"the argument '{arg.id}'")
                     if used_before(arg.id, st, call):
                         init_used.add(p)
             if not init:
@@ -1121,3 +1124,8 @@ def _init_argument(init: ast.AST, call: ast.Call, param: str) -> Optional[ast.AS
         if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
             return call.args[i]
     return None
+
+
+def _line_in(sf: SourceFile, other: SourceFile, line):
+    """A line of ``sf`` as named from ``other``: "file:line" when that is another file."""
+    return f"{sf.rel}:{line}" if isinstance(line, int) and line and other.rel != sf.rel else line
