@@ -65,3 +65,14 @@ def test_every_safe_patch_trains(sample, safe_runs):
             continue   # applied and compiled (above); training needs CUDA
         assert trained is not None and trained.returncode == 0, (number, summary, trained.stderr[-2000:])
         assert re.search(r"loss\D{0,20}\d", trained.stdout), (number, summary, trained.stdout)
+
+
+def test_a_dtype_passed_to_the_factory_that_casts_is_one_chain_not_a_rival():
+    """issue 22 item 7: load_model(..., torch_dtype=torch_dtype) hands the factory the dtype it casts
+    to, so loading in float32 there fixes the error too: safe, not "unless it comes from here"."""
+    sample = next(s for s in SAMPLE_LIST if s.name == "fp16-factory-torch-dtype-kwarg")
+    patches = _patches(sample)
+    at_call = [p for p in patches if "+++ b/train.py" in p["diff"] and "torch.float32" in p["diff"]]
+    assert patches[0]["applicability"] == "safe" and "+++ b/models.py" in patches[0]["diff"]
+    assert at_call and all(p["applicability"] == "safe" for p in at_call), at_call
+    assert not any("less likely site" in p["reason"] for p in patches)

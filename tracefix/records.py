@@ -131,6 +131,9 @@ class FixSite(Site):
     # verdict, file:line named): every patch of this site is insufficient, and it ranks after
     # the sites whose fix covers that use.
     uncovered: str = ""
+    # For a site that applies a dtype chosen elsewhere: where it is chosen ("train.py:12"). Two
+    # sites applying the same value along one path are links of one chain, not rival causes.
+    value_from: str = ""
 
 
 SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"

@@ -18,6 +18,7 @@ from tracefix.locator.base import FIXED_SINCE
 from tracefix.locator.tracing import (Origin, ValueTracer, is_param, is_true, returns, src, unwrap_chain,
                                      walk_stmt)
 from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
+from tracefix.record import replace
 
 DATA_NAMES = {"x", "xs", "xb", "inputs", "input", "inp", "batch", "data", "images", "image", "img",
               "imgs", "features", "feats", "feat", "target", "targets", "labels", "label", "y", "yb",
@@ -268,6 +269,8 @@ class HalfParams(ValueTracer):
                              f"autocast's job, not the weights'). It is applied at {sf.rel}:{at.lineno}.", max(score, 0.9 - near))
             score -= 0.1
         self.ctx.add(sf, at.lineno, at.col_offset, kind, reason, score)
+        if len({o.where for o in origins}) == 1:
+            self.ctx.sites[-1] = replace(self.ctx.sites[-1], value_from=origins[0].where)
 
     def _into_parameter(self, sf: SourceFile, scope: ast.AST, node: ast.AST, depth: int = 0) -> bool:
         """Does the tensor built by ``node`` become a trainable ``nn.Parameter`` (directly, through

@@ -74,6 +74,8 @@ def _rivals_hedged(diag: Diagnosis, patches: List[Patch], together: Optional[Pat
     best = max(s.score for s in diag.fix_sites)
     top = [s for s in diag.fix_sites if s.score == best]
     kinds = {(s.path, s.line): s.kind for s in diag.fix_sites}
+    chosen = {(s.path, s.line): s.value_from for s in diag.fix_sites}
+    top_values = {s.value_from for s in top if s.value_from}
     rival_of_top = {_cause(s.kind) for s in top}
     covered = set(together.covers) if together is not None else set()
     out = []
@@ -86,7 +88,8 @@ def _rivals_hedged(diag: Diagnosis, patches: List[Patch], together: Optional[Pat
                 why = (f"it fixes only {where} of the {len(covered)} equally likely sites; where the others "
                        f"run too, the error remains (patch 1 fixes them all)")
                 p = replace(p, applicability=UNSAFE, reason=why)
-            elif p.origin not in {(s.path, s.line) for s in top}:
+            elif p.origin not in {(s.path, s.line) for s in top} and chosen.get(p.origin) not in top_values:
+                # (a site applying the same chosen dtype as a top site is on its path: it fixes it too)
                 why = (f"{where} is a less likely site than {top[0].path}:{top[0].line}: the change keeps "
                        f"behaviour, but the error remains unless it comes from here")
                 p = replace(p, applicability=UNSAFE, reason=why)
