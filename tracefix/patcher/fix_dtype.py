@@ -341,6 +341,76 @@ def with_autocast(ctx: Context, rel: str, new_text: str, dtype: str) -> Dict[str
     return texts
 
 
+# -- casts coupled to the model's: inputs cast only to match the half model ---------------------------
+def _feeds_model(src: Source, name: str, scope: cst.CSTNode, after: int, model: str) -> bool:
+    """Is ``name`` passed (after line ``after``, in ``scope``) straight to a call of ``model``?"""
+    for call in src.all(cst.Call, lambda c: (dotted(c.func) or "").split(".forward")[0] == model):
+        if src.line_of(call) < after or _scope(src, call) is not scope:
+            continue
+        if any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args):
+            return True
+    return False
+
+
+def _scope(src: Source, node: cst.CSTNode) -> cst.CSTNode:
+    return next((a for a in src.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
+
+
+def _coupled_cast(src: Source, model: str, dtype: str):
+    """The first half cast of an input that exists only to match the model's weights: its value
+    goes straight into ``model(...)``, either inline (``model(x.half())``) or through a name
+    (``images = images.half()`` ... ``model(images)``). (call, statement, whole-statement) or None."""
+    for call in src.all(cst.Call, lambda c: (cast_info(c) or ("",))[0] == dtype):
+        recv = _root(call.func.value)
+        if dotted(recv) == model or (dotted(call.func.value) or "").startswith(model + "."):
+            continue                                    # the model's own cast
+        parent = src.parent(src.parent(call))            # Arg -> Call
+        if isinstance(src.parent(call), cst.Arg) and isinstance(parent, cst.Call) and \
+                (dotted(parent.func) or "").split(".forward")[0] == model:
+            return call, None, False
+        small = src.parent(call)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            name = small.targets[0].target.value
+            if _feeds_model(src, name, _scope(src, call), src.line_of(call), model):
+                whole = isinstance(call.func.value, cst.Name) and call.func.value.value == name \
+                    and cast_info(call)[1] is None
+                return call, small, whole
+    return None
+
+
+def drop_coupled_casts(ctx: Context, texts: Dict[str, str], rel: str, model: str, dtype: str) -> List[str]:
+    """Remove, in the files around the fix, the input casts that only matched the half model
+    (an evaluation helper's ``images = images.half()``): with float32 weights they would make the
+    model see half inputs (``Input type (c10::Half) and bias type (float) should be the same``).
+    Edits ``texts`` in place; returns the "file:line" of each removed cast."""
+    removed: List[str] = []
+    if not model:
+        return removed
+    for cand in _candidates(ctx, rel):
+        text = texts.get(cand, ctx.text(cand))
+        if text is None or model not in text or not ("half" in text or "float16" in text or "bfloat16" in text):
+            continue
+        for _ in range(8):
+            src = Source.parse(text)
+            found = _coupled_cast(src, model, dtype) if src is not None else None
+            if found is None:
+                break
+            call, small, whole = found
+            where = f"{cand}:{src.line_of(call)}"
+            info = cast_info(call)
+            if whole:
+                new = _delete_small(src, small)
+            elif info[1] is not None:
+                new = _replace_in_line(src, call, lambda n, a=info[1]: remove_arg(n, a))
+            else:
+                new = _replace_in_line(src, call, lambda n: n.func.value)
+            if new is None or new == text:
+                break
+            text = texts[cand] = new
+            removed.append(where)
+    return removed
+
+
 # -- fixers ------------------------------------------------------------------------------------------
 def _lora_block(src: Source, var: str) -> cst.BaseStatement:
     ind = src.module.default_indent
@@ -426,8 +496,13 @@ def model_cast(ctx: Context, site: FixSite) -> List[Option]:
     texts = with_autocast(ctx, site.path, text, dtype)
     name = "fp16" if dtype == "float16" else "bf16"
     autocast_note = " and run the forward under torch.autocast" if len(texts) > 1 or texts[site.path] != text else ""
-    options = [Option(f"Keep the weights in float32: remove the {name} cast `{cast_code}`{autocast_note}; "
-                      f"GradScaler needs float32 parameters ({_half_maths(texts, site.path, text, name)})", "safe", "", texts)]
+    maths = _half_maths(texts, site.path, text, name)
+    model = var if re.fullmatch(r"[A-Za-z_][\w.]*", var or "") else ""
+    coupled = drop_coupled_casts(ctx, texts, site.path, model, dtype)
+    coupled_note = (f"; also drop the input casts that only matched the {name} weights "
+                    f"({', '.join(coupled[:3])}{', ...' if len(coupled) > 3 else ''})") if coupled else ""
+    options = [Option(f"Keep the weights in float32: remove the {name} cast `{cast_code}`{autocast_note}{coupled_note}; "
+                      f"GradScaler needs float32 parameters ({maths})", "safe", "", texts)]
     line = src.statement_of(call)
     in_loop = any(isinstance(a, cst.For) and var.split(".")[0] in _names(a.target) for a in src.ancestors(call))
     if var and not in_loop and isinstance(line, cst.SimpleStatementLine) and \
