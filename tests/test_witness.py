@@ -547,3 +547,51 @@ def test_nonscalar_creators_stop_where_another_per_sample_operand_joins(tmp_path
                           str(tmp_path / "crash.log")], capture_output=True, timeout=TIMEOUT, env=witness_env(False))
     (d,) = json.loads(out.stdout)["diagnoses"]
     assert 11 not in [s["line"] for s in d["fix_sites"]]
+
+
+DATA_CAST = """
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+for p in model.parameters():
+    p.data = p.data.to(torch.float16)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+for step in range(3):
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    print(f"step {step} loss {loss.item():.4f}")
+"""
+
+
+@pytest.mark.torch
+def test_a_data_assignment_cast_is_witnessed_and_no_evidence_is_said(tmp_path):
+    """issue 22 item 8: `p.data = p.data.to(torch.float16)` is recorded (once per parameter), and a
+    run whose error the witness saw nothing of says so in one line."""
+    (tmp_path / "train.py").write_text(DATA_CAST.lstrip("\n"))
+    run = subprocess.run([sys.executable, "-m", "tracefix", "run", "--format", "json", "--root", str(tmp_path),
+                          "--", sys.executable, "train.py"], cwd=tmp_path, capture_output=True,
+                         timeout=TIMEOUT, env=witness_env(False))
+    (d,) = json.loads(run.stdout)["diagnoses"]
+    line = DATA_CAST.lstrip("\n").splitlines().index("    p.data = p.data.to(torch.float16)") + 1
+    assert d["evidence"]["kind"] == "half-params" and d["evidence"]["summary"].startswith("4 trainable parameters")
+    assert (d["evidence"]["sites"][0]["line"], d["fix_sites"][0]["line"]) == (line, line)
+    assert b"recorded no evidence" not in run.stderr
+    # a plain leaf tensor made in fp16 is no module parameter cast: nothing to witness
+    (tmp_path / "train.py").write_text(DATA_CAST.lstrip("\n").replace(
+        "for p in model.parameters():\n    p.data = p.data.to(torch.float16)\n", "").replace(
+        "model.parameters()", "[w]").replace("model(x)", "(x.half() @ w)").replace(
+        "model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))",
+        "w = torch.randn(8, 1, dtype=torch.float16, requires_grad=True)"))
+    run = subprocess.run([sys.executable, "-m", "tracefix", "run", "--format", "plain", "--root", str(tmp_path),
+                          "--", sys.executable, "train.py"], cwd=tmp_path, capture_output=True,
+                         timeout=TIMEOUT, env=witness_env(False))
+    assert b"Attempting to unscale FP16 gradients" in run.stderr
+    assert run.stderr.count(b"recorded no evidence") == 1 and b"The witness saw" not in run.stdout

@@ -603,6 +603,8 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         return _finish(None, extra, EXIT_PATCH if apply else command_code, command_code, **show)
     if _only_interrupt(report):     # it ended on a KeyboardInterrupt: the user stopped it
         return _finish(None, extra, command_code, command_code, **show)
+    if witness and report.diagnoses and all(d.traceback.evidence is None for d in report.diagnoses):
+        _note("the witness recorded no evidence for this error; the diagnosis rests on the log and the source")
 
     if anomaly:
         if _needs_anomaly(report):

@@ -688,6 +688,7 @@ class _Recorder:
             return set_default_dtype
 
         self._patch(torch, "set_default_dtype", make_default)
+        self._arm_data_setter()
 
         import importlib
 
@@ -721,6 +722,48 @@ class _Recorder:
 
         if reg is not None:
             self.undo.append(reg(param_registered).remove)
+
+    def _arm_data_setter(self):
+        """``param.data = param.data.to(torch.float16)``: a cast no Module method sees. ``Tensor.data``
+        is a C descriptor on TensorBase; a property on torch.Tensor in front of it records a trainable
+        parameter's change to half, then defers to it (reads go straight through)."""
+        torch = self.torch
+        T, rec = torch.Tensor, self
+        base = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase", None)
+        desc = base.__dict__.get("data") if base is not None else None
+        if "data" in T.__dict__ or desc is None or not hasattr(desc, "__set__"):
+            return
+
+        def get(t):
+            return desc.__get__(t, type(t))
+
+        def set_(t, value):
+            # a Parameter's __torch_function__ re-enters through T.data.__set__: count the first only
+            if rec.cast_depth:
+                return desc.__set__(t, value)
+            try:
+                if (rec.active and threading.get_ident() == rec.thread and isinstance(t, torch.nn.Parameter)
+                        and t.requires_grad and isinstance(value, T) and rec._half(value.dtype)
+                        and not rec._half(t.dtype)):
+                    frames = _user_frames(2)
+                    dtype = str(value.dtype).replace("torch.", "")
+                    last = rec.casts[-1] if rec.casts else None
+                    if last and last["method"] == "data" and last["frames"][:1] == frames[:1] and last["dtype"] == dtype:
+                        last["count"] += 1          # the same line in a loop over parameters
+                    else:
+                        rec.casts.append({"how": "param.data = <%s tensor>" % dtype, "method": "data",
+                                          "dtype": dtype, "params": [], "count": 1, "frames": frames,
+                                          "args": "", "module": ""})
+            except Exception:
+                pass
+            rec.cast_depth += 1
+            try:
+                desc.__set__(t, value)
+            finally:
+                rec.cast_depth -= 1
+
+        T.data = property(get, set_, doc=desc.__doc__)
+        self.undo.append(lambda: delattr(T, "data"))
 
     def _arm_workers(self):
         """DataLoader worker processes (forked with the witness armed, or spawned and armed by
