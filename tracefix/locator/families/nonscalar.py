@@ -124,10 +124,13 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
             for red in reds if not unreduced else ():
                 self._note_reduced(red)
             loss_returns = unreduced or loss_returns
+            every = self._every_value_read(sf, scope, base.id, stmt) if key is not None else None
             for rsf, ret in loss_returns:
                 self.ctx.add(rsf, ret.lineno, ret.value.col_offset, "per-sample-return",
                           f"{func_name(rsf, ret)} returns a loss that is not reduced to a scalar; "
                           f"backward() is called on it at {sf.rel}:{call.lineno}.", 0.9)
+                if every is not None:
+                    self._other_entries(rsf, ret, key, sf, every)
             other = self._callers_need(loss_returns, own_call) or unpacked
             recv_left = recv_left or (self._left(other[0], other[1], "at backward() alone", other[2]) if other else "")
             other = self._left(other[0], other[1], "only at this assignment", other[2]) if other else ""
@@ -310,6 +313,45 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                     return self._crit_origin(sf, scope, tensor, line, tensor if isinstance(tensor, ast.Name)
                                              else consumer, depth + 1, frame_i)
         return None
+
+    def _every_value_read(self, sf: SourceFile, scope: ast.AST, name: str, skip: ast.AST) -> Optional[ast.AST]:
+        """A read of every value of the dict ``name`` as a number (``{k: v.item() for k, v in
+        losses.items()}``), or None."""
+        # no entry is spelt with this key, so only the loops over .items()/.values() can match
+        return self.key_number_read(sf, scope, name, "\0every value", skip)
+
+    def _other_entries(self, rsf: SourceFile, ret: ast.Return, key: str, sf: SourceFile, every: ast.AST) -> None:
+        """The returned dict's other entries are read as numbers too (``every``): reducing only
+        ``key`` leaves an unreduced one failing there. Mark the return's site so, and name the
+        criterion with reduction='none' behind such an entry, whose fix covers them all."""
+        if not isinstance(ret.value, ast.Dict):
+            return
+        scope, left = rsf.scope_of(ret), []
+        for k, v in zip(ret.value.keys, ret.value.values):
+            name = const_str(k) if k is not None else None
+            if name is None or name == key or self._reduced_origin(rsf, scope, v, ret.lineno + 1) is not None:
+                continue
+            # (its other uses, e.g. the weighted total, become scalars with it: no only-consumed test)
+            a = self._value_assign(rsf, scope, v.id, ret.lineno + 1) if isinstance(v, ast.Name) else None
+            made = a.value if isinstance(a, ast.Assign) and len(a.targets) == 1 else v
+            crit = self._crit_origin(rsf, scope, made, ret.lineno + 1, made)
+            if crit is not None or self._fed_by_unreduced_criterion(rsf, scope, v, ret.lineno + 1):
+                left.append(name)      # provably per-sample (an unknown helper's value is not counted)
+            if crit is not None:
+                csf, kw = crit
+                self.ctx.add(csf, kw.lineno, kw.col_offset, "criterion-reduction",
+                             f"The loss '{name}' of {func_name(rsf, ret)}'s dict comes from a criterion built "
+                             f"with reduction='none', and {sf.rel}:{every.lineno} reads every entry as a number; "
+                             f"reducing here makes '{name}' and '{key}' scalars.", 0.9)
+        if left:
+            i = max(i for i, site in enumerate(self.ctx.sites) if site.kind == "per-sample-return"
+                    and site.path == rsf.rel and site.line == ret.lineno)
+            why = (f"every entry of the dict is read as a number at {sf.rel}:{every.lineno} "
+                   f"({' '.join((sf.line_text(every.lineno) or '').split())[:60]}), and "
+                   f"{', '.join(repr(n) for n in left)} is not reduced either")
+            site = self.ctx.sites[i]
+            self.ctx.sites[i] = replace(site, score=min(site.score, 0.4), uncovered=why,
+                                        reason=site.reason + f" Fixing only '{key}' is not enough: {why}.")
 
     def _value_assign(self, sf: SourceFile, scope: ast.AST, name: str, line: int) -> Optional[ast.AST]:
         """The last assignment of ``name`` before ``line`` that can hold a loss: ``loss = None`` (the
@@ -546,6 +588,8 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
         if name not in ("sum", "mean"):
             return False
         full = self.full_name(sf, call.func)
+        if isinstance(call.func, ast.Name) and full not in ("torch.sum", "torch.mean"):
+            return False           # the builtin sum() of a generator of scalars
         n_pos = 1 if full in ("torch.sum", "torch.mean") else 0
         return len(call.args) > n_pos or not _no_dim(call)
 
