@@ -377,12 +377,61 @@ CASES["model-tuple"] = {
 
 import pytest
 
+# 7. seq2seq: the per-step losses of a reduction='none' criterion are summed into `loss = 0`
+CASES["step-sum"] = {
+    "engine.py": d('''
+        import torch
+
+
+        def train_epoch(model, criterion, optimizer, seqs):
+            total = 0.0
+            for x, y in seqs:
+                optimizer.zero_grad()
+                out = model(x)
+                loss = 0
+                for t in range(y.size(1)):
+                    loss += criterion(out[:, t], y[:, t])
+                loss.backward()
+                optimizer.step()
+                total += loss.item() / y.size(1)
+            return total / len(seqs)
+
+
+        @torch.no_grad()
+        def evaluate(model, criterion, seqs):
+            total = 0.0
+            for x, y in seqs:
+                out = model(x)
+                loss = 0
+                for t in range(y.size(1)):
+                    loss += criterion(out[:, t], y[:, t])
+                total += loss.item() / y.size(1)
+            return total / len(seqs)
+        '''),
+    "train.py": d('''
+        import torch
+
+        from engine import evaluate, train_epoch
+
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 4 * 5), torch.nn.Unflatten(1, (4, 5)))
+        criterion = torch.nn.CrossEntropyLoss(ignore_index=0, reduction="none")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        seqs = [(torch.randn(6, 8), torch.randint(0, 5, (6, 4))) for _ in range(3)]
+        for epoch in range(2):
+            train_loss = train_epoch(model, criterion, optimizer, seqs)
+            val_loss = evaluate(model, criterion, seqs)
+            print(f"epoch {epoch} train {train_loss:.4f} val {val_loss:.4f}")
+        '''),
+}
+
 from conftest import REPO, run_script
 
 # the producer that covers every use: file and a snippet of its line
 PRODUCER = {"eval-criterion": ("train.py", 'reduction="none"'), "eval-loss-fn": ("losses.py", "return"),
             "vae-kld": ("losses.py", "return BCE + KLD"), "losses-dict": ("losses.py", "return {"),
-            "accum-item": ("train.py", 'reduction="none"'), "model-tuple": ("model.py", 'reduction="none"')}
+            "accum-item": ("train.py", 'reduction="none"'), "model-tuple": ("model.py", 'reduction="none"'),
+            "step-sum": ("train.py", 'reduction="none"')}
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 

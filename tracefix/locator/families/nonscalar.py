@@ -284,6 +284,8 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                 if frame_i >= 0 and isinstance(scope, FUNC_TYPES) and is_param(scope, expr.id):
                     return self._crit_from_caller(scope, expr.id, frame_i, depth)
                 return None
+            if isinstance(a, ast.AugAssign):
+                return self._accumulated_crit(sf, scope, expr.id, a, consumer, depth, frame_i)
             if not isinstance(a, (ast.Assign, ast.AnnAssign)) or a.value is None:
                 return None
             pos = _unpacked_position(a, expr.id)
@@ -313,6 +315,28 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                     return self._crit_origin(sf, scope, tensor, line, tensor if isinstance(tensor, ast.Name)
                                              else consumer, depth + 1, frame_i)
         return None
+
+    def _accumulated_crit(self, sf: SourceFile, scope: ast.AST, name: str, last: ast.AugAssign,
+                          consumer: ast.AST, depth: int, frame_i: int
+                          ) -> Optional[Tuple[SourceFile, ast.keyword]]:
+        """``loss = 0`` then ``loss += criterion(out[:, t], y[:, t])`` per step: the criterion, when
+        every term added is per-sample from one with reduction='none' and the start is a number."""
+        steps = [a for a in self.assignments(sf, scope, name) if a.lineno <= last.lineno]
+        init = next((a for a in reversed(steps) if not isinstance(a, ast.AugAssign)), None)
+        if not isinstance(init, ast.Assign) or not self.is_number(sf, scope, init.targets[0], init.lineno + 1):
+            return None
+        terms = [a for a in steps if isinstance(a, ast.AugAssign) and a.lineno > init.lineno]
+        if not terms or any(not isinstance(t.op, (ast.Add, ast.Sub)) for t in terms):
+            return None
+        if not self.only_consumed(sf, scope, name, last, consumer):
+            return None
+        found = None
+        for t in terms:
+            crit = self._crit_origin(sf, scope, t.value, t.lineno, t.value, depth + 1, frame_i)
+            if crit is None:
+                return None
+            found = found or crit
+        return found
 
     def _every_value_read(self, sf: SourceFile, scope: ast.AST, name: str, skip: ast.AST) -> Optional[ast.AST]:
         """A read of every value of the dict ``name`` as a number (``{k: v.item() for k, v in
