@@ -77,7 +77,9 @@ def test_insufficient_patches_rank_last_and_are_never_written(tmp_path):
     assert proc.returncode == 3
     assert b"insufficient" in proc.stderr and b"loss.item()" in proc.stderr
     assert snapshot(root) == before
-    plain = tracefix("--format", "plain", "--root", root, stdin=sample.log.read_bytes()).stdout.decode()
+    short = tracefix("--format", "plain", "--root", root, stdin=sample.log.read_bytes()).stdout.decode()
+    assert f"patch {n} (" not in short and "not applicable; --all shows" in short
+    plain = tracefix("--format", "plain", "--all", "--root", root, stdin=sample.log.read_bytes()).stdout.decode()
     assert f"patch {n} (not applicable, insufficient)" in plain
     assert "insufficient because: the loss is also read as a number at train.py:" in plain
 

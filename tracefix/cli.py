@@ -165,13 +165,15 @@ def diagnose_streams(sources, entries, root: Path, patches: bool, search: Option
     return merge(reports, entries, root, patches, search), root
 
 
-def emit(report, fmt: str, entries, extra: Optional[Dict] = None, root: Optional[Path] = None) -> None:
+def emit(report, fmt: str, entries, extra: Optional[Dict] = None, root: Optional[Path] = None,
+         full: bool = False) -> None:
     from tracefix.render import emit as render_emit
 
-    render_emit(sys.stdout, report, fmt, entries, extra, color=_color(), root=str(root) if root else None)
+    render_emit(sys.stdout, report, fmt, entries, extra, color=_color(), root=str(root) if root else None,
+                full=full)
 
 
-def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> None:
+def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch, show_all: bool = False) -> None:
     """The default command: diagnose the logs (and apply); exits with its status."""
     fmt = _pick_format(fmt)
     entries = _load(knowledge_dirs)
@@ -199,7 +201,7 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> N
         if fmt in ("json", "quickfix"):
             emit(report, fmt, entries, extra, root_path)
         sys.exit(EXIT_NOTHING)
-    emit(report, fmt, entries, extra, root_path)
+    emit(report, fmt, entries, extra, root_path, full=show_all)
     if fmt == "quickfix" and extra and extra["applied"] != "nothing":
         _err(f"tracefix: applied: {extra['applied']}")  # stdout holds only the editor's lines
     for p in said + problems:
@@ -324,7 +326,7 @@ def _fast_args(args: Sequence[str]) -> Optional[Dict]:
     elif args and args[0] in COMMANDS:
         return None
     out: Dict = {"logs": [], "root": None, "fmt": None, "knowledge_dirs": [], "do_apply": False,
-                 "pick": None, "no_patch": False}
+                 "pick": None, "no_patch": False, "show_all": False}
     takes = {"--root": "root", "--format": "fmt", "--knowledge": "knowledge_dirs", "--pick": "pick"}
     i = 0
     while i < len(args):
@@ -337,6 +339,8 @@ def _fast_args(args: Sequence[str]) -> Optional[Dict]:
             out["do_apply"] = True
         elif a == "--no-patch":
             out["no_patch"] = True
+        elif a == "--all":
+            out["show_all"] = True
         elif a.split("=", 1)[0] in takes:
             name, eq, value = a.partition("=")
             if not eq:

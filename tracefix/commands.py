@@ -100,13 +100,16 @@ def main_group() -> None:
 @click.option("--pick", type=PATCH_NUMBER, default=None, metavar="N",
               help="With --apply: write patch N instead of the first.")
 @click.option("--no-patch", is_flag=True, help="Diagnose only: do not compute patches (fastest).")
-def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch) -> None:
+@click.option("--all", "show_all", is_flag=True,
+              help="Show every fix site's reason and every patch's diff (default: the recommended patch, "
+                   "the others one line each; json always has everything).")
+def diagnose_cmd(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch, show_all) -> None:
     """Diagnose the logs (default command)."""
     if pick is not None and not do_apply:
         raise click.UsageError("--pick N chooses the patch that --apply writes; add --apply")
     if do_apply and no_patch:
         raise click.UsageError("--apply writes a patch, --no-patch computes none: use one of them")
-    run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch)
+    run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch, show_all)
 
 
 @main_group.command("list")
@@ -198,9 +201,12 @@ def undo_cmd(root, force) -> None:
               help="Add your own knowledge entries from DIR (repeatable).")
 @click.option("--pick", type=PATCH_NUMBER, default=None, metavar="N",
               help="With --apply: write patch N instead of the first.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Show every fix site's reason and every patch's diff (default: the recommended patch, "
+                   "the others one line each).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run_cmd(do_apply, verify, steps, verify_timeout, anomaly, no_witness, root, fmt, knowledge_dirs, pick,
-            command) -> None:
+            show_all, command) -> None:
     """Run COMMAND (after --); if it crashes, diagnose it (and patch, verify)."""
     from tracefix.runner import run_main
 
@@ -217,7 +223,7 @@ def run_cmd(do_apply, verify, steps, verify_timeout, anomaly, no_witness, root, 
     entries = _load(knowledge_dirs)
     sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),
                       apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=_color(),
-                      witness=not no_witness, find_root=root is None,
+                      witness=not no_witness, find_root=root is None, full=show_all,
                       **({} if verify_timeout is None else {"verify_timeout": verify_timeout})))
 
 

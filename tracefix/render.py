@@ -197,7 +197,52 @@ def _tag(i: int, p: Patch) -> str:
     return "recommended" if i == 1 else f"alternative {i - 1}"
 
 
-def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
+def _shown(d: Diagnosis, full: bool) -> Tuple[Sequence[Patch], Sequence[Tuple[int, Patch]], int]:
+    """The patches shown with their diff, the alternatives shown on one line each, and how many
+    (not applicable) are left out: the first screen holds the recommended patch only (``full``:
+    every patch with its diff)."""
+    if full or len(d.patches) <= 1:
+        return d.patches, (), 0
+    rest = list(enumerate(d.patches[1:], 2))
+    listed = [(i, p) for i, p in rest if p.applicability != "insufficient"]
+    return d.patches[:1], listed, len(rest) - len(listed)
+
+
+def _hidden(d: Diagnosis, full: bool) -> bool:
+    """Does the short form leave something out that --all shows?"""
+    return not full and (len(d.fix_sites) > 1 or len(d.patches) > 1)
+
+
+def _also_line(d: Diagnosis) -> str:
+    """The other fix sites on one line (the short form)."""
+    shown = [where(f) for f in d.fix_sites[1:5]]
+    more = len(d.fix_sites) - 1 - len(shown)
+    return "  also:       " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _alternative_line(i: int, p: Patch, width: int = 110) -> str:
+    line = f"  patch {i} ({_tag(i, p)}, {p.applicability}): {p.summary}"
+    return line if len(line) <= width else line[:width - 3] + "..."
+
+
+def _left_out_line(d: Diagnosis, entry: Optional[Entry], left_out: int) -> str:
+    """The pointer to what the short form leaves out."""
+    parts = []
+    if left_out:
+        parts.append(f"{left_out} more patch{'es' if left_out > 1 else ''} not applicable")
+    what = "--all shows every site's reason and every patch's diff"
+    if entry is not None:
+        what += f"; {_explain_command(entry)} for the whole story"
+    return "  (" + (", ".join(parts) + "; " if parts else "") + what + ")"
+
+
+def _applicable(d: Diagnosis) -> bool:
+    return any(p.applicability in ("safe", "unsafe") for p in d.patches)
+
+
+def plain_lines(d: Diagnosis, entry: Optional[Entry], full: bool = False) -> List[str]:
+    """The plain report of one diagnosis: the short form (crash site, fix site, the recommended
+    patch, the alternatives one line each), or with ``full`` every site and patch."""
     exc = d.traceback
     lines = [f"{d.entry_id}: {d.title}  [confidence {d.confidence:.2f}]"]
     first = exc.message.split("\n", 1)[0]
@@ -210,8 +255,9 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
     if witness:
         lines.append(f"  {witness}")
     if entry is not None:
-        lines += ["", f"  What happens: {_first_paragraph(entry.explanation('what'))}",
-                  f"  Why: {_first_paragraph(entry.explanation('why'))}"]
+        lines += ["", f"  What happens: {_first_paragraph(entry.explanation('what'))}"]
+        if full:
+            lines.append(f"  Why: {_first_paragraph(entry.explanation('why'))}")
     lines.append("")
     if d.crash_site is not None:
         lines += _plain_site("crash site: ", d.crash_site)
@@ -219,20 +265,30 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry]) -> List[str]:
         lines.append(f"  crash site: {missing_crash_site(d)}")
     if d.fix_sites:
         lines += _plain_site("fix site:   ", d.fix_sites[0], d.fix_sites[0].reason)
-        for f in d.fix_sites[1:5]:
-            lines += _plain_site("also:       ", f, f.reason)
+        if full:
+            for f in d.fix_sites[1:5]:
+                lines += _plain_site("also:       ", f, f.reason)
+        elif len(d.fix_sites) > 1:
+            lines.append(_also_line(d))
     else:
         lines.append("  fix site:   none found in the project")
     for note in d.notes:
         lines.append(f"  note: {note}")
-    for i, p in enumerate(d.patches, 1):
+    shown, listed, left_out = _shown(d, full)
+    for i, p in enumerate(shown, 1):
         lines += ["", f"  patch {i} ({_tag(i, p)}, {p.applicability}): {p.summary}"]
         if p.reason:
             lines.append(f"    {p.applicability} because: {p.reason}")
         lines += ["    " + ln for ln in p.diff.rstrip("\n").split("\n")] if p.diff else []
-    if entry is not None:
-        lines += ["", f"  How to fix: {_how_to_fix(entry, d)}",
-                  f"  ({_explain_command(entry)} for the whole story)"]
+    if listed:
+        lines.append("")
+        lines += [_alternative_line(i, p) for i, p in listed]
+    if entry is not None and (full or not _applicable(d)):
+        lines += ["", f"  How to fix: {_how_to_fix(entry, d)}"]
+    if _hidden(d, full):
+        lines += ["", _left_out_line(d, entry, left_out)]
+    elif entry is not None:
+        lines.append(f"  ({_explain_command(entry)} for the whole story)")
     return lines
 
 
@@ -249,11 +305,11 @@ def _cut_notes(diagnoses, unrecognized, more: Sequence[int]) -> Tuple[str, str]:
 
 
 def render_plain(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None,
-                 source: str = "the input", more: Sequence[int] = (0, 0)) -> None:
+                 source: str = "the input", more: Sequence[int] = (0, 0), full: bool = False) -> None:
     for i, d in enumerate(diagnoses):
         if i:
             out.write("\n")
-        out.write("\n".join(safe(ln) for ln in plain_lines(d, find_entry(entries, d.entry_id))) + "\n")
+        out.write("\n".join(safe(ln) for ln in plain_lines(d, find_entry(entries, d.entry_id), full)) + "\n")
     if not diagnoses:
         out.write(f"tracefix: no known PyTorch error found in {source}\n")
     more_diagnoses, more_unrecognized = _cut_notes(diagnoses, unrecognized, more)
@@ -269,7 +325,8 @@ def render_plain(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] 
 
 # --- rich ---------------------------------------------------------------------------------
 def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] = (), extra=None,
-                color: Optional[bool] = None, source: str = "the input", more: Sequence[int] = (0, 0)) -> None:
+                color: Optional[bool] = None, source: str = "the input", more: Sequence[int] = (0, 0),
+                full: bool = False) -> None:
     from rich.console import Console, Group
     from rich.panel import Panel
     from rich.syntax import Syntax
@@ -309,23 +366,29 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
             body.append(Text(safe(witness), style="bold"))
         if entry is not None:
             body.append(Text(safe(_first_paragraph(entry.explanation("what")))))
-            body.append(Text(safe("Why: " + _first_paragraph(entry.explanation("why"))), style="dim"))
+            if full:
+                body.append(Text(safe("Why: " + _first_paragraph(entry.explanation("why"))), style="dim"))
         if d.crash_site is not None:
             body += excerpt("crash site: ", d.crash_site)
         else:
             body.append(Text("crash site: " + missing_crash_site(d), style="yellow"))
         if d.fix_sites:
             body += excerpt("fix site:   ", d.fix_sites[0], d.fix_sites[0].reason)
-            for f in d.fix_sites[1:5]:
+            for f in d.fix_sites[1:5] if full else ():
                 head = Text("also:       ", style="bold")
                 head.append(safe(where(f)), style="cyan")
                 head.append("  " + safe(f.reason), style="italic")
+                body.append(head)
+            if not full and len(d.fix_sites) > 1:
+                head = Text("also:       ", style="bold")
+                head.append(safe(_also_line(d)[len("  also:       "):]), style="cyan")
                 body.append(head)
         else:
             body.append(Text("fix site: none found in the project", style="yellow"))
         for note in d.notes:
             body.append(Text("note: " + safe(note), style="yellow"))
-        for i, p in enumerate(d.patches, 1):
+        shown, listed, left_out = _shown(d, full)
+        for i, p in enumerate(shown, 1):
             style = {"safe": "bold green", "unsafe": "bold yellow"}.get(p.applicability, "bold red")
             t = Text(f"patch {i} ({_tag(i, p)}, {p.applicability}): ", style=style)
             t.append(safe(p.summary))
@@ -335,8 +398,13 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
                                  style="yellow" if p.applicability == "unsafe" else "red"))
             if p.diff:
                 body.append(Syntax(safe(p.diff), "diff", theme="ansi_dark", word_wrap=True))  # never crop a change away
-        if entry is not None:
+        for i, p in listed:
+            body.append(Text(safe(_alternative_line(i, p, console.width - 6).strip()),
+                             style="green" if p.applicability == "safe" else "yellow"))
+        if entry is not None and (full or not _applicable(d)):
             body.append(Text(safe("How to fix: " + _how_to_fix(entry, d))))
+        if _hidden(d, full):
+            body.append(Text(safe(_left_out_line(d, entry, left_out).strip()), style="dim"))
         title = Text(f"{d.entry_id}: ", style="bold")
         room = console.width - 6 - len(title)          # the panel's corners and padding take 6
         confidence = f"  [{d.confidence:.2f}]"
@@ -401,17 +469,21 @@ def _context(site: Site, around: int = 2):
 
 
 def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Optional[Dict] = None,
-         color: Optional[bool] = None, source: str = "the input", root: Optional[str] = None) -> None:
+         color: Optional[bool] = None, source: str = "the input", root: Optional[str] = None,
+         full: bool = False) -> None:
     """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json or quickfix.
     ``source`` names what was read, for "no known PyTorch error found in ..."; ``root`` is the
-    project the paths are relative to (quickfix prints them relative to the current directory)."""
+    project the paths are relative to (quickfix prints them relative to the current directory);
+    ``full`` (--all): rich and plain show every site's reason and every patch's diff."""
     more = (report.more_diagnoses, report.more_unrecognized)
     if fmt == "json":
         render_json(out, report.diagnoses, report.unrecognized, extra, more)
     elif fmt == "quickfix":
         render_quickfix(out, report.diagnoses, root=root)
     elif fmt == "plain":
-        render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source, more=more)
+        render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source, more=more,
+                     full=full)
     else:
-        render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=color, source=source, more=more)
+        render_rich(out, report.diagnoses, report.unrecognized, entries, extra, color=color, source=source,
+                    more=more, full=full)
     out.flush()

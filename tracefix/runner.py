@@ -507,12 +507,14 @@ def _only_interrupt(report) -> bool:
         t == "KeyboardInterrupt" for t, _m in report.unrecognized)
 
 
-def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool], root: Path) -> None:
+def _emit(report, fmt: str, entries, extra: Optional[Dict], color: Optional[bool], root: Path,
+          full: bool = False) -> None:
     from tracefix.render import emit
 
     _end_lines()
     sys.stdout.flush()
-    emit(sys.stdout, report, fmt, entries, extra, color=color, source="the command's output", root=str(root))
+    emit(sys.stdout, report, fmt, entries, extra, color=color, source="the command's output", root=str(root),
+         full=full)
 
 
 def _summary(extra: Dict, fmt: str, color: Optional[bool]) -> None:
@@ -536,7 +538,7 @@ def _summary(extra: Dict, fmt: str, color: Optional[bool]) -> None:
 
 
 def _finish(report, extra: Dict, code: int, command_code: int, fmt: str, entries, color: Optional[bool],
-            root: Path, after=None, why: str = "") -> int:
+            root: Path, after=None, why: str = "", full: bool = False) -> int:
     """Print the report (None: nothing was diagnosed) and the summary, whose last line is
     ``exit code:``, tracefix's own status (JSON: ``exit_code``); returns that status.  ``after``:
     the patched run's new error, shown before that last line."""
@@ -551,19 +553,19 @@ def _finish(report, extra: Dict, code: int, command_code: int, fmt: str, entries
 
         _emit(Report((), ()), fmt, entries, extra, color, root)
     elif after is not None and fmt != "json":
-        _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color, root)
+        _emit(report, fmt, entries, {k: v for k, v in extra.items() if k != "exit_code"}, color, root, full)
         print(f"\ntracefix: after the patch, the command fails with a different error: {why}", flush=True)
         if after.diagnoses:
-            _emit(replace(after, unrecognized=()), fmt, entries, None, color, root)
+            _emit(replace(after, unrecognized=()), fmt, entries, None, color, root, full)
         print(f"exit code: {code}", flush=True)
     else:
-        _emit(report, fmt, entries, extra, color, root)
+        _emit(report, fmt, entries, extra, color, root, full)
     return code
 
 
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
              steps: int, pick: Optional[int], color: Optional[bool], witness: bool = True,
-             verify_timeout: float = VERIFY_TIMEOUT_S, find_root: bool = False) -> int:
+             verify_timeout: float = VERIFY_TIMEOUT_S, find_root: bool = False, full: bool = False) -> int:
     """``tracefix run``: see the module docstring; returns the exit status.  ``find_root`` (no
     --root given): root is the current directory, or the project above it that the crash is in."""
     if cmd and cmd[0] == "--":
@@ -572,7 +574,7 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
         _note("error: no command given (tracefix run [OPTIONS] -- COMMAND ...)")
         return 2
     to_stderr = fmt in ("json", "quickfix")   # their stdout is for a program: the command's output goes aside
-    show = dict(fmt=fmt, entries=entries, color=color, root=root)
+    show = dict(fmt=fmt, entries=entries, color=color, root=root, full=full)
     extra: Dict[str, object] = {"applied": "nothing"} if apply else {}
     if verify or fmt == "json":
         extra["verification"] = "not run"
