@@ -194,6 +194,8 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch, show
         done = apply_recommended(report, root_path, pick)
         problems, said = done.problems, done.already + done.cautions
         extra = {"applied": ", ".join(done.written) or ("nothing (already applied)" if done.already else "nothing")}
+        if done.unsafe:
+            extra["unsafe"] = "; ".join(done.unsafe)
         if problems:
             code = EXIT_PATCH
     if empty and not report.diagnoses:

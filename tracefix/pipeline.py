@@ -281,12 +281,14 @@ def stale_crash_site(d: Diagnosis) -> Optional[str]:
 class Applied:
     """What ``apply_recommended`` did: files written, problems (exit 3), already-applied notes, and
     cautions (the exit status stays 0): a written patch labelled unsafe, with its reason; a written
-    file that had other hard links, which keep the old text."""
+    file that had other hard links, which keep the old text; unsafe: the reasons of the written
+    patches labelled unsafe, for the report's summary on stdout."""
 
     written: List[str]
     problems: List[str]
     already: List[str]
     cautions: List[str] = field(default_factory=list)
+    unsafe: List[str] = field(default_factory=list)
 
 
 def _count(n: int, noun: str) -> str:
@@ -303,6 +305,7 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
     problems: List[str] = []
     already: List[str] = []
     cautions: List[str] = []
+    unsafe: List[str] = []
     journal = _load_journal(root)
     session = f"{os.getpid()}-{id(report)}"
     for d in report.diagnoses:
@@ -358,9 +361,10 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
                                     "files": {rel: _sha256(root / rel) for rel in done}}
             _save_journal(root, journal)
             if chosen.applicability == "unsafe":
+                unsafe.append(f"{', '.join(done)}: {chosen.reason}")
                 cautions.append(f"{d.entry_id}: the patch written to {', '.join(done)} is unsafe: {chosen.reason} "
                                 "(review it; tracefix undo reverts it)")
-    return Applied(written, problems, already, cautions)
+    return Applied(written, problems, already, cautions, unsafe)
 
 
 JOURNAL = Path(".tracefix") / "applied.json"

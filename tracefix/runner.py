@@ -666,6 +666,8 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
                     extra["applied"] += " (taken back: the verification failed)"
         if "restored" not in extra:
             problems += done.cautions
+            if done.unsafe:
+                extra["unsafe"] = "; ".join(done.unsafe)   # the summary on stdout, not only stderr
         ok = (bool(written) or bool(done.already)) and not done.problems \
             and verdict in ("verified", "not run")
         code = stopped if stopped is not None else (EXIT_OK if ok else EXIT_PATCH)
