@@ -126,6 +126,10 @@ class Source:
             yield p
             p = self.parents.get(p)
 
+    def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The function or lambda whose body holds ``node``, or the module."""
+        return next((a for a in self.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), self.module)
+
     def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The SimpleStatementLine / SimpleStatementSuite / compound statement holding ``node``."""
         cur: Optional[cst.CSTNode] = node

@@ -345,15 +345,11 @@ def with_autocast(ctx: Context, rel: str, new_text: str, dtype: str) -> Dict[str
 def _feeds_model(src: Source, name: str, scope: cst.CSTNode, after: int, model: str) -> bool:
     """Is ``name`` passed (after line ``after``, in ``scope``) straight to a call of ``model``?"""
     for call in src.all(cst.Call, lambda c: (dotted(c.func) or "").split(".forward")[0] == model):
-        if src.line_of(call) < after or _scope(src, call) is not scope:
+        if src.line_of(call) < after or src.scope_of(call) is not scope:
             continue
         if any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args):
             return True
     return False
-
-
-def _scope(src: Source, node: cst.CSTNode) -> cst.CSTNode:
-    return next((a for a in src.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
 
 
 def _coupled_cast(src: Source, model: str, dtype: str):
@@ -371,7 +367,7 @@ def _coupled_cast(src: Source, model: str, dtype: str):
         small = src.parent(call)
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             name = small.targets[0].target.value
-            if _feeds_model(src, name, _scope(src, call), src.line_of(call), model):
+            if _feeds_model(src, name, src.scope_of(call), src.line_of(call), model):
                 whole = isinstance(call.func.value, cst.Name) and call.func.value.value == name \
                     and cast_info(call)[1] is None
                 return call, small, whole

@@ -138,7 +138,7 @@ def _read_after_backward(ctx: Context, how: str = "") -> str:
     if not isinstance(target, (cst.Subscript, cst.Attribute)):
         return ""
     want = _spelled(src, target)
-    scope = _scope_of(src, call)
+    scope = src.scope_of(call)
     end = src.positions[call].end.line
     for n in src.in_statement_of(scope, type(target)):
         line = src.positions[n].start.line
@@ -340,13 +340,13 @@ def _number_use(src: Source, call: cst.Call, target: cst.BaseExpression, rel: st
     (or handed on) after ``call`` in the same scope; "" when it is not."""
     if not isinstance(target, cst.Name):
         return ""
-    scope = next((a for a in src.ancestors(call) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
+    scope = src.scope_of(call)
     end = src.positions[call].end.line
     for n in src.in_statement_of(scope, cst.Name):
         if n.value != target.value or src.positions[n].start.line <= end or n is target:
             continue
         # the same variable: read in this very scope, not in a function defined in it or after it
-        own = next((a for a in src.ancestors(n) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
+        own = src.scope_of(n)
         if own is not scope:
             continue
         how = _how_number(src, n)
@@ -611,15 +611,11 @@ def _sites_nodes(ctx: Context, kinds: Tuple[str, ...], types, test):
             yield other, src, node
 
 
-def _scope_of(src: Source, node: cst.CSTNode) -> cst.CSTNode:
-    return next((a for a in src.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), src.module)
-
-
 def _reads(src: Source, scope: cst.CSTNode, name: str) -> List[cst.Name]:
     """Loads of ``name`` in ``scope`` itself (not in functions defined in it), in file order."""
     out = []
     for n in src.in_statement_of(scope, cst.Name):
-        if n.value != name or _scope_of(src, n) is not scope or not _is_load(src, n):
+        if n.value != name or src.scope_of(n) is not scope or not _is_load(src, n):
             continue
         out.append(n)
     return out
@@ -649,7 +645,7 @@ def _per_sample_read(src: Source, stmt: cst.CSTNode, name: str, rel: str, how: s
     a number."""
     if not name:
         return ""
-    scope = _scope_of(src, stmt)
+    scope = src.scope_of(stmt)
     start, end = src.positions[stmt].start.line, src.positions[stmt].end.line
     rebound = [src.positions[t].start.line for t in src.in_statement_of(scope, cst.AssignTarget)
                if isinstance(t.target, cst.Name) and t.target.value == name and src.positions[t].start.line > end]
@@ -721,7 +717,7 @@ def _on_purpose(src: Source, ret: cst.Return, rel: str) -> str:
     if fn is None:
         return ""
     reduced = [r for r in src.in_statement_of(fn, cst.Return) if r is not ret and r.value is not None
-               and _scope_of(src, r) is fn and is_reduced(r.value)]
+               and src.scope_of(r) is fn and is_reduced(r.value)]
     if not reduced:
         return ""
     other = reduced[0]

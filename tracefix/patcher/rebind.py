@@ -28,7 +28,6 @@ VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "real", "imag"}
 # leaves them unchanged
 _MODEL_ITERS = {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
                 "children", "named_children"}
-_SCOPES = (cst.FunctionDef, cst.Lambda)
 _LOOPS = (cst.For, cst.While)
 
 
@@ -37,7 +36,7 @@ def rebind_risk(src: Source, stmt: cst.CSTNode, name: str, sources: Optional[Sou
     """Why binding ``name`` to a new tensor at ``stmt`` (a small statement) loses what the in-place
     write did; "" when nothing is lost.  ``returned``: the rewrite also returns ``name`` from a hook
     whose return value replaces it.  ``sources``: where to look for the function's callers."""
-    scope = _scope(src, stmt)
+    scope = src.scope_of(stmt)
     if returned:
         return view_risk(src, stmt, name)
     occ = _occurrences(src, scope, name, stmt)
@@ -60,7 +59,7 @@ def dropped_write_risk(src: Source, call: cst.Call, name: str, sources: Optional
     is used right there) loses what the in-place write did: someone reads ``name`` afterwards, it is
     the caller's tensor, or a view of one read later; "" when nothing sees the difference."""
     stmt = src.small_statement_of(call)
-    scope = _scope(src, stmt)
+    scope = src.scope_of(stmt)
     occ = _occurrences(src, scope, name, stmt)
     # the call's own arguments are evaluated before the write; the rest of the statement after it
     inside = {id(n) for n in _nodes(call)}
@@ -80,7 +79,7 @@ def dropped_write_risk(src: Source, call: cst.Call, name: str, sources: Optional
 def view_risk(src: Source, stmt: cst.CSTNode, name: str) -> str:
     """Why ``name`` shares memory with a tensor read after ``stmt`` (so the in-place write changed that
     one too); "" when it does not, as far as this scope shows."""
-    scope = _scope(src, stmt)
+    scope = src.scope_of(stmt)
     base = _view_base(src, stmt, scope, name)
     if base is None:
         return ""
@@ -97,7 +96,7 @@ def view_risk(src: Source, stmt: cst.CSTNode, name: str) -> str:
 
 def read_after(src: Source, stmt: cst.CSTNode, name: str) -> List[cst.Name]:
     """The reads of ``name`` that see the value it has after ``stmt`` (a small statement)."""
-    scope = _scope(src, stmt)
+    scope = src.scope_of(stmt)
     return _reads_after(src, stmt, scope, name, _occurrences(src, scope, name, stmt))
 
 
@@ -135,7 +134,7 @@ def reads_name(node: cst.CSTNode, name: str) -> bool:
 
 def in_loop(src: Source, stmt: cst.CSTNode) -> bool:
     """Is ``stmt`` inside a for/while loop of its own scope?"""
-    return bool(_loops(src, stmt, _scope(src, stmt)))
+    return bool(_loops(src, stmt, src.scope_of(stmt)))
 
 
 # -- hooks and callers ------------------------------------------------------------------------------
@@ -148,7 +147,7 @@ def hook_of(src: Source, stmt: cst.CSTNode, name: str, sources: Optional[Sources
     """"a forward hook" / "a tensor hook" when ``stmt`` is in a function registered (in ``sources``) as
     such a hook, ``name`` is the argument its return value replaces, and the function returns no value
     (so returning the new value is what keeps the change); "" otherwise."""
-    scope = _scope(src, stmt)
+    scope = src.scope_of(stmt)
     if not isinstance(scope, cst.FunctionDef) or not isinstance(scope.body, cst.IndentedBlock):
         return ""
     params = [*scope.params.posonly_params, *scope.params.params]
@@ -223,7 +222,7 @@ def caller_read(src: Source, scope: cst.CSTNode, name: str, sources: Optional[So
             if stmt is None or isinstance(stmt, cst.Assign) and any(
                     isinstance(t.target, cst.Name) and t.target.value == var for t in stmt.targets):
                 continue     # `y = norm_(y)`: the caller reads the returned value
-            where = _scope(s, stmt)
+            where = s.scope_of(stmt)
             inside = {id(n) for n in _nodes(call)}
             later = [n for n in _nodes(stmt) if isinstance(n, cst.Name) and n.value == var and id(n) not in inside
                      and not _is_store(s, n)]
@@ -236,10 +235,6 @@ def caller_read(src: Source, scope: cst.CSTNode, name: str, sources: Optional[So
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def _scope(src: Source, node: cst.CSTNode) -> cst.CSTNode:
-    return next((a for a in src.ancestors(node) if isinstance(a, _SCOPES)), src.module)
-
-
 def _loops(src: Source, node: cst.CSTNode, scope: cst.CSTNode) -> List[cst.CSTNode]:
     out = []
     for a in src.ancestors(node):
