@@ -696,3 +696,58 @@ def test_the_same_write_on_the_base_name_is_not_a_view_match(tmp_path):
     message, fields = msg("AsStrided")
     out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
     assert not any(s.path == "model.py" and s.score >= 0.8 for s in out.fix_sites), out.fix_sites
+
+
+# -- a module whose forward returns a name: the family of the name's last value ----------------
+STYLE_NET = """
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 3, padding=1)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            y = self.conv(x)
+            y = self.relu(y)
+            return y
+    """
+HELPER = """
+    def normalize_batch(batch):
+        batch = batch.div_(255.0)
+        return batch - 0.5
+    """
+STYLE_TRAIN = """
+    import utils
+    from net import Net
+    model = Net()
+    inputs = utils.normalize_batch(x)
+    y = model(x)
+    y = utils.normalize_batch(y)
+    loss = y.sum()
+    loss.backward()
+    """
+
+
+def test_a_helper_dividing_a_modules_relu_output_in_place_is_the_fix_site(tmp_path):
+    """fast_neural_style: normalize_batch(transformer(x)) divides the output of the forward's last
+    ReLU in place (the forward returns a name last bound to it)."""
+    write(tmp_path, "net.py", STYLE_NET)
+    write(tmp_path, "utils.py", HELPER)
+    write(tmp_path, "train.py", STYLE_TRAIN)
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("utils.py", line_of(tmp_path, "utils.py", "div_"), "inplace-method")
+    assert "Net" in out.fix_sites[0].reason
+
+
+def test_a_forward_returning_a_conv_output_by_name_is_no_relu_match(tmp_path):
+    """The same helper on a module whose last op is a convolution (its output is not saved): the
+    write is not a match for a Relu message."""
+    write(tmp_path, "net.py", STYLE_NET.replace("y = self.relu(y)\n", "y = self.conv(self.relu(y))\n"))
+    write(tmp_path, "utils.py", HELPER)
+    write(tmp_path, "train.py", STYLE_TRAIN)
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert all(s.score < 0.8 for s in out.fix_sites if s.path == "utils.py"), out.fix_sites

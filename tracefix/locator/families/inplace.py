@@ -122,6 +122,13 @@ class _Inplace(Tracer):
         if isinstance(expr, ast.IfExp):
             return (self._expr_families(sf, scope, expr.body, line, depth + 1)
                     | self._expr_families(sf, scope, expr.orelse, line, depth + 1))
+        if isinstance(expr, ast.Name) and isinstance(scope, FUNC_TYPES):
+            # `return y` after `y = self.relu(self.deconv3(y))`: what made the name's last value
+            a = self.last_assign(sf, scope, expr.id, line)
+            if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) \
+                    and sf.scope_of(a) is scope:
+                return self._expr_families(sf, scope, a.value, a.lineno, depth + 1)
+            return set()
         if not isinstance(expr, ast.Call):
             return set()
         func = expr.func
