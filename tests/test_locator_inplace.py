@@ -751,3 +751,25 @@ def test_a_forward_returning_a_conv_output_by_name_is_no_relu_match(tmp_path):
     message, fields = msg("Relu")
     out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
     assert all(s.score < 0.8 for s in out.fix_sites if s.path == "utils.py"), out.fix_sites
+
+
+def test_a_module_built_inplace_that_no_traced_write_reaches_gets_no_safe_patch(tmp_path):
+    """No write to the Relu output is traced: a module built with inplace=True elsewhere is listed
+    as a guess, and its patch (drop inplace=True) is unsafe with that reason, never safe."""
+    from tracefix.patcher import propose
+
+    write(tmp_path, "features.py", """
+        import torch.nn as nn
+
+        def make_features(width):
+            return nn.Sequential(nn.Conv2d(3, width, 3), nn.ReLU(inplace=True))
+        """)
+    write(tmp_path, "train.py", "from features import make_features\nfeats = make_features(8)\n"
+                                "loss = step(x)\nloss.backward()\n")
+    message, fields = msg("Relu")
+    out = run(tmp_path, "inplace", backward_frames(tmp_path), message, fields)
+    assert first(out) == ("features.py", line_of(tmp_path, "features.py", "inplace=True"), "inplace-kwarg")
+    assert out.fix_sites[0].guess
+    patches = propose(out, tmp_path)
+    assert patches and all(p.applicability != "safe" for p in patches), patches
+    assert "remains unless the Relu output comes through it" in patches[0].reason

@@ -134,6 +134,10 @@ class FixSite(Site):
     # For a site that applies a dtype chosen elsewhere: where it is chosen ("train.py:12"). Two
     # sites applying the same value along one path are links of one chain, not rival causes.
     value_from: str = ""
+    # A site found by no traced path to the error, only because it could be one (a module built
+    # with inplace=True that may receive the saved tensor): why its fix may leave the error. A
+    # patch of it is never safe.
+    guess: str = ""
 
 
 SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"

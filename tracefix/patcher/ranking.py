@@ -51,7 +51,7 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
     alternatives.sort(key=lambda p: p.applicability == INSUFFICIENT)
     patches = [p for _, p in main] + alternatives
     together = _together(ctx, diag, patches)
-    patches = _rivals_hedged(diag, patches, together)
+    patches = _guesses_hedged(diag, _rivals_hedged(diag, patches, together))
     return tuple(([together] if together else []) + patches)
 
 
@@ -95,6 +95,13 @@ def _rivals_hedged(diag: Diagnosis, patches: List[Patch], together: Optional[Pat
                 p = replace(p, applicability=UNSAFE, reason=why)
         out.append(p)
     return out
+
+
+def _guesses_hedged(diag: Diagnosis, patches: List[Patch]) -> List[Patch]:
+    """A safe fix of a site that is only a guess (``FixSite.guess``) may leave the error: unsafe."""
+    guesses = {(s.path, s.line): s.guess for s in diag.fix_sites if s.guess}
+    return [replace(p, applicability=UNSAFE, reason=guesses[p.origin])
+            if p.applicability == SAFE and p.origin in guesses else p for p in patches]
 
 
 def _tied(diag: Diagnosis) -> List[FixSite]:

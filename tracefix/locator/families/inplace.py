@@ -96,7 +96,9 @@ class _Inplace(Tracer):
                              f"traced, but if this module receives that output (through layers put together "
                              f"elsewhere), it is the write backward() found. `tracefix run` (the witness) tells.",
                              0.3)
-        self.ctx.sites[start:] = [replace(s, searched=True) for s in self.ctx.sites[start:]]
+        guess = (f"no traced write reaches this module; the change keeps behaviour, but the error remains "
+                 f"unless the {node} output comes through it (tracefix run's witness tells)")
+        self.ctx.sites[start:] = [replace(s, searched=True, guess=guess) for s in self.ctx.sites[start:]]
 
     def _node_name(self) -> str:
         node = self.ctx.diag.field("node")
