@@ -1,0 +1,3 @@
+from .factory import build_model
+
+__all__ = ["build_model"]
