@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from tracefix import __version__
 from tracefix.knowledge import Entry, find_entry
-from tracefix.records import Diagnosis, FixSite, Patch, Site
+from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Patch, Site
 
 _UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -204,7 +204,7 @@ def _shown(d: Diagnosis, full: bool) -> Tuple[Sequence[Patch], Sequence[Tuple[in
     if full or len(d.patches) <= 1:
         return d.patches, (), 0
     rest = list(enumerate(d.patches[1:], 2))
-    listed = [(i, p) for i, p in rest if p.applicability != "insufficient"]
+    listed = [(i, p) for i, p in rest if p.applicability != INSUFFICIENT]
     return d.patches[:1], listed, len(rest) - len(listed)
 
 
@@ -213,11 +213,11 @@ def _hidden(d: Diagnosis, full: bool) -> bool:
     return not full and (len(d.fix_sites) > 1 or len(d.patches) > 1)
 
 
-def _also_line(d: Diagnosis) -> str:
-    """The other fix sites on one line (the short form)."""
+def _other_places(d: Diagnosis) -> str:
+    """The other fix sites' places on one line (the short form's ``also:``)."""
     shown = [where(f) for f in d.fix_sites[1:5]]
     more = len(d.fix_sites) - 1 - len(shown)
-    return "  also:       " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def _alternative_line(i: int, p: Patch, width: int = 110) -> str:
@@ -237,7 +237,7 @@ def _left_out_line(d: Diagnosis, entry: Optional[Entry], left_out: int) -> str:
 
 
 def _applicable(d: Diagnosis) -> bool:
-    return any(p.applicability in ("safe", "unsafe") for p in d.patches)
+    return any(p.applicability in (SAFE, UNSAFE) for p in d.patches)
 
 
 def plain_lines(d: Diagnosis, entry: Optional[Entry], full: bool = False) -> List[str]:
@@ -269,7 +269,7 @@ def plain_lines(d: Diagnosis, entry: Optional[Entry], full: bool = False) -> Lis
             for f in d.fix_sites[1:5]:
                 lines += _plain_site("also:       ", f, f.reason)
         elif len(d.fix_sites) > 1:
-            lines.append(_also_line(d))
+            lines.append("  also:       " + _other_places(d))
     else:
         lines.append("  fix site:   none found in the project")
     for note in d.notes:
@@ -381,7 +381,7 @@ def render_rich(out: TextIO, diagnoses, unrecognized, entries: Sequence[Entry] =
                 body.append(head)
             if not full and len(d.fix_sites) > 1:
                 head = Text("also:       ", style="bold")
-                head.append(safe(_also_line(d)[len("  also:       "):]), style="cyan")
+                head.append(safe(_other_places(d)), style="cyan")
                 body.append(head)
         else:
             body.append(Text("fix site: none found in the project", style="yellow"))
