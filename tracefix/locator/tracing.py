@@ -119,7 +119,14 @@ class Tracer:
         value = unwrap_chain(value)
         if not isinstance(value, ast.Call):
             return None
-        return self.resolve_class(sf, value.func)
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr.startswith("from_"):
+            # Model.from_config(config) / Model.from_pretrained(path): the alternative
+            # constructors that build an instance of the class itself
+            cls = self.resolve_class(sf, func.value)
+            if cls is not None:
+                return cls
+        return self.resolve_class(sf, func)
 
     def resolve_class(self, sf: SourceFile, func: ast.AST) -> Optional[Tuple[SourceFile, ast.ClassDef]]:
         found = self.resolve_def(sf, func)
@@ -223,6 +230,8 @@ class Tracer:
             return True
         if isinstance(p, ast.BinOp) and isinstance(p.op, ast.Mod) and const_str(p.left) is not None:
             return True
+        if isinstance(p, ast.Return) and is_step_closure(sf, sf.scope_of(p)):
+            return True
         for anc in sf.ancestors(cur):
             if isinstance(anc, (ast.JoinedStr, ast.FormattedValue)):
                 return True
@@ -246,7 +255,7 @@ class Tracer:
                 continue
             if n.lineno == assign.lineno and contains(assign, n) and not isinstance(assign, ast.AugAssign):
                 continue
-            if self.is_scalar_use(sf, n) or self.is_detached_return(sf, n):
+            if self.needs_scalar(sf, n) or self.is_detached_return(sf, n):
                 continue
             return False
         return True
@@ -465,6 +474,20 @@ def func_name(sf: SourceFile, node: ast.AST) -> str:
         return "The module"
     cls = sf.parent(fn)
     return f"{cls.name}.{fn.name}()" if isinstance(cls, ast.ClassDef) else f"{fn.name}()"
+
+
+def is_step_closure(sf: SourceFile, fn: ast.AST) -> bool:
+    """``fn`` is a closure handed to ``optimizer.step(closure)``: the optimizer reads what it
+    returns as a number (LBFGS: ``float(closure())``), so its return is a scalar use."""
+    if not isinstance(fn, FUNC_TYPES):
+        return False
+    outer = sf.scope_of(fn)
+    for n in ast.walk(outer):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" and \
+                any(isinstance(a, ast.Name) and a.id == fn.name for a in
+                    list(n.args) + [k.value for k in n.keywords if k.arg == "closure"]):
+            return True
+    return False
 
 
 def contains(outer: ast.AST, inner: ast.AST) -> bool:

@@ -385,6 +385,8 @@ def _how_number(src: Source, node: cst.CSTNode) -> str:
     parent = src.parent(cur)
     if isinstance(parent, (cst.Return, cst.Yield)):
         return "returned"
+    if isinstance(parent, cst.AugAssign) and parent.value is cur and _number_total(src, parent):
+        return "number"
     if isinstance(parent, (cst.FormattedStringExpression, cst.Comparison, cst.ComparisonTarget)):
         return "number"
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo) \
@@ -409,6 +411,23 @@ def _how_number(src: Source, node: cst.CSTNode) -> str:
             if name in _NUMBER_FUNCS or last == "format" or last.startswith(_LOG_NAMES) or "log" in last:
                 return "number"
     return ""
+
+
+def _number_total(src: Source, aug: cst.AugAssign) -> bool:
+    """``total_loss += loss`` into a running total that starts as a number (``total_loss = 0``):
+    one number per step is what the total adds up."""
+    if not (isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign)) and isinstance(aug.target, cst.Name)):
+        return False
+    scope, line = src.scope_of(aug), src.positions[aug].start.line
+    starts = [t for t in src.in_statement_of(scope, cst.AssignTarget)
+              if isinstance(t.target, cst.Name) and t.target.value == aug.target.value
+              and src.positions[t].start.line < line]
+    if not starts:
+        return False
+    value = src.parent(starts[-1]).value
+    while isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Float))
 
 
 def _used_later(src: Source, call: cst.Call, target: cst.BaseExpression) -> bool:

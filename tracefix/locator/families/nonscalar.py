@@ -10,8 +10,8 @@ import ast
 from typing import List, Optional, Tuple
 
 from tracefix.locator.base import FIXED_SINCE
-from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, ValueTracer, ACCEL_NAMES, classify_backward, func_name,
-                                      is_param, returns, src, unwrap_chain, value_col)
+from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, ValueTracer, ACCEL_NAMES, classify_backward, contains,
+                                      func_name, is_param, returns, src, unwrap_chain, value_col)
 from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
 from tracefix.record import replace
 
@@ -239,20 +239,44 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
     def _criterion_need(self, csf: SourceFile, kw: ast.keyword, own_call: Optional[ast.AST]):
         """Another call of the criterion built at ``kw`` whose result is read as a number, as
         :meth:`_callers_need`."""
-        ctor = csf.parent(kw)
+        for hsf, holder in self._criterion_holders(csf, csf.parent(kw)):
+            for osf, c in self.object_calls(hsf, hsf.scope_of(holder), holder.targets[0]):
+                if c is own_call:
+                    continue
+                need = self.result_need(osf, c)
+                if need is not None:
+                    return osf, need, f"the criterion built at {csf.rel}:{kw.lineno}"
+        return None
+
+    def _criterion_holders(self, csf: SourceFile, ctor: ast.AST, depth: int = 0) -> List[Tuple[SourceFile, ast.Assign]]:
+        """The assignments that bind the criterion built by ``ctor``: its own
+        (``criterion = nn.MSELoss(...)``), or where a helper returning it is called
+        (``criterion = similarity_criterion()`` in train() and in test())."""
         holder = csf.parent(ctor)
         while isinstance(holder, ast.Attribute) or (isinstance(holder, ast.Call) and isinstance(holder.func, ast.Attribute)
                                                      and holder.func.value is not None and holder is not ctor
                                                      and contains(holder.func.value, ctor)):
             holder = csf.parent(holder)          # nn.MSELoss(reduction="none").to(device)
-        if not (isinstance(holder, ast.Assign) and len(holder.targets) == 1):
+        if isinstance(holder, ast.Assign) and len(holder.targets) == 1:
+            return [(csf, holder)]
+        if isinstance(holder, ast.Return) and depth < 2:
+            return [h for osf, c in self.call_sites(csf, csf.scope_of(holder))
+                    for h in self._criterion_holders(osf, c, depth + 1)]
+        return []
+
+    def _factory_crit(self, sf: SourceFile, call: ast.Call, depth: int) -> Optional[Tuple[SourceFile, ast.keyword]]:
+        """A criterion made by a project helper (``criterion = losses.similarity_criterion()``)
+        that returns one built with reduction='none'."""
+        if depth > MAX_DEPTH:
             return None
-        for osf, c in self.object_calls(csf, csf.scope_of(holder), holder.targets[0]):
-            if c is own_call:
-                continue
-            need = self.result_need(osf, c)
-            if need is not None:
-                return osf, need, f"the criterion built at {csf.rel}:{kw.lineno}"
+        for fsf, fn in self.callees(sf, sf.scope_of(call), call, call.lineno, wide=True):
+            for ret in returns(fn):
+                value = unwrap_chain(ret.value) if ret.value is not None else None
+                if not isinstance(value, ast.Call):
+                    continue
+                kw = keyword(value, "reduction")
+                if kw is not None and const_str(kw.value) == "none":
+                    return fsf, kw
         return None
 
     def _crit_origin(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int,
@@ -272,6 +296,10 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                 kw = keyword(unwrap_chain(ctor[1]), "reduction")  # type: ignore[arg-type]
                 if kw is not None and const_str(kw.value) == "none":
                     return ctor[0], kw
+                if kw is None:
+                    found = self._factory_crit(ctor[0], unwrap_chain(ctor[1]), depth)  # type: ignore[arg-type]
+                    if found is not None:
+                        return found
             for csf, fn in self.callees(sf, scope, expr, line, wide=True):
                 for ret in returns(fn):
                     found = self._crit_origin(csf, fn, ret.value, ret.lineno + 1, ret.value, depth + 1)
@@ -306,6 +334,19 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                             return found
                 return None
             return self._crit_origin(sf, scope, a.value, a.lineno, a.value, depth + 1, frame_i)
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            # `outputs = model(**batch); loss = outputs.loss`: the loss= the model's forward returns
+            a = self._value_assign(sf, scope, expr.value.id, line)
+            if not (isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
+                    and isinstance(a.value, ast.Call)):
+                return None
+            for csf, fn in self.callees(sf, scope, a.value, a.lineno, wide=True):
+                for ret in returns(fn):
+                    part = _returned_field(ret.value, expr.attr)
+                    found = self._crit_origin(csf, fn, part, ret.lineno + 1, part, depth + 1) if part else None
+                    if found is not None:
+                        return found
+            return None
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Div, ast.Mult)):
             # `criterion(out, y) / accum_steps`: scaling by a number keeps one value per sample
             for tensor, number in ((expr.left, expr.right), (expr.right, expr.left)):
@@ -669,6 +710,19 @@ def _tuple_element(value: Optional[ast.AST], index: int, count: int) -> Optional
     if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == count and \
             not any(isinstance(e, ast.Starred) for e in value.elts):
         return value.elts[index]
+    return None
+
+
+def _returned_field(value: Optional[ast.AST], attr: str) -> Optional[ast.AST]:
+    """What a returned output object holds as ``attr``: ``Output(loss=loss, ...)`` or
+    ``{"loss": loss, ...}``."""
+    if isinstance(value, ast.Call):
+        kw = keyword(value, attr)
+        return kw.value if kw is not None else None
+    if isinstance(value, ast.Dict):
+        for k, v in zip(value.keys, value.values):
+            if k is not None and const_str(k) == attr:
+                return v
     return None
 
 
