@@ -422,3 +422,84 @@ def test_namespace_over_a_config_dict(tmp_path):
     out = _fp16(tmp_path)
     assert _sites(out)[:2] == [("config.py", line_of(tmp_path, "config.py", '"precision"'), "config-dtype"),
                                ("train.py", line_of(tmp_path, "train.py", "nn.Linear(8, 1).to("), "model-cast")]
+
+
+# -- a dtype looked up by a config built with an alternative constructor -------------------------------
+def test_lookup_keyed_by_a_config_from_args_finds_the_cast(tmp_path):
+    """DTYPES[cfg.precision] with cfg = TrainConfig.from_args(args): the dataclass default picks
+    the key, the table entry is float16, and the cast that applies it is the fix site."""
+    write(tmp_path, "config.py", """
+        from dataclasses import dataclass, fields
+        import torch
+
+        DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
+
+        @dataclass
+        class TrainConfig:
+            precision: str = "fp16"
+
+            @classmethod
+            def from_args(cls, args):
+                return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+        """)
+    write(tmp_path, "factory.py", """
+        import torch.nn as nn
+        from config import DTYPES
+
+        def build_model(cfg):
+            model = nn.Linear(8, 1)
+            return model.to(dtype=DTYPES[cfg.precision])
+        """)
+    write(tmp_path, "train.py", code("""
+        import torch
+        from config import TrainConfig
+        from factory import build_model
+        """, LOOP, """
+        def main(args):
+            cfg = TrainConfig.from_args(args)
+            fit(build_model(cfg))
+        """))
+    out = _fp16(tmp_path)
+    assert _sites(out)[0] == ("factory.py", line_of(tmp_path, "factory.py", "model.to("), "model-cast")
+    # the key leads to float32: no cast is blamed
+    (tmp_path / "config.py").write_text((tmp_path / "config.py").read_text().replace('= "fp16"', '= "fp32"'))
+    out = _fp16(tmp_path)
+    assert not any(s.kind == "model-cast" for s in out.fix_sites)
+
+
+# -- a loader that casts only when its caller asks ------------------------------------------------------
+def _loader(tmp_path, guard):
+    write(tmp_path, "modeling.py", f"""
+        import torch.nn as nn
+
+        class LM(nn.Linear):
+            @classmethod
+            def from_pretrained(cls, path, torch_dtype=None):
+                model = cls(8, 1)
+                {guard}
+                    model = model.to(dtype=torch_dtype)
+                return model
+        """)
+    write(tmp_path, "train.py", code("""
+        import torch
+        from modeling import LM
+        """, LOOP, """
+        def main():
+            model = LM.from_pretrained("ckpt", torch_dtype=torch.float16)
+            fit(model)
+        """))
+    return _fp16(tmp_path)
+
+
+def test_a_loader_casting_on_request_puts_the_caller_first(tmp_path):
+    out = _loader(tmp_path, "if torch_dtype is not None:")
+    caller = ("train.py", line_of(tmp_path, "train.py", "LM.from_pretrained"), "torch-dtype-fp16")
+    cast = ("modeling.py", line_of(tmp_path, "modeling.py", "model.to("), "model-cast")
+    assert _sites(out)[:2] == [caller, cast]
+    assert "defaults to None" in out.fix_sites[1].reason
+
+
+def test_an_unguarded_cast_of_a_dtype_option_stays_first(tmp_path):
+    # (`if True:` keeps the indent; the cast happens whatever the caller passes)
+    out = _loader(tmp_path, "if True:")
+    assert _sites(out)[0] == ("modeling.py", line_of(tmp_path, "modeling.py", "model.to("), "model-cast")

@@ -15,8 +15,8 @@ import re
 from typing import List, Optional, Set, Tuple
 
 from tracefix.locator.base import FIXED_SINCE
-from tracefix.locator.tracing import (Origin, ValueTracer, is_param, is_true, returns, src, unwrap_chain,
-                                     walk_stmt)
+from tracefix.locator.tracing import (Origin, ValueTracer, is_param, is_true, param_default, returns, src,
+                                     unwrap_chain, walk_stmt)
 from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
 from tracefix.record import replace
 
@@ -157,6 +157,12 @@ class HalfParams(ValueTracer):
             if self._is_model(sf, scope, func.value, call.lineno):
                 reason = (f"The model is cast to {word}, so its gradients are {word}; keep the parameters in "
                           f"float32 and let autocast handle mixed precision.")
+                if _cast_on_request(sf, scope, call, cast_arg):
+                    # a loader (from_pretrained(..., torch_dtype=None)) casting only when asked: the
+                    # caller that asks is the fix, not the option every caller relies on
+                    reason += (f" {src(sf, cast_arg)} is an option that defaults to None, and the cast only "
+                               f"happens when a caller passes it.")
+                    penalty += 0.04
                 if cast_origins and cast_origins[0].node is not cast_arg:
                     self._traced_site(sf, cast_arg, cast_origins, "model-cast", reason, 0.9 - penalty, word)
                     return
@@ -252,7 +258,7 @@ class HalfParams(ValueTracer):
                      score: float, word: str) -> None:
         """A dtype that arrives from elsewhere: fix it where it is chosen when that place sets only
         this (a config field or key read nowhere else), else where it is applied (``at``)."""
-        where = "; ".join(f"{_describe(o)} ({o.where})" for o in origins[:2])
+        where = "; ".join(list(dict.fromkeys(f"{_describe(o)} ({o.where})" for o in origins))[:2])
         reason = f"{reason} The dtype comes from {where}."
         config = [o for o in origins if o.source in CONFIG_SOURCES and not o.shared]
         if any(o.shared for o in origins):
@@ -396,6 +402,27 @@ def _describe(o: Origin) -> str:
             "argparse": "the argparse default", "lookup": "the lookup-table entry",
             "default": "the parameter default", "file": "the config file's value"}.get(o.source, "the value") + \
         (f" `{o.node.value}`" if o.source == "file" else f" `{src(o.sf, o.node)}`")
+
+
+def _cast_on_request(sf: SourceFile, scope: ast.AST, call: ast.Call, arg: Optional[ast.AST]) -> bool:
+    """The cast's dtype is a parameter of its function that defaults to None, and the cast is
+    guarded by ``if dtype is not None`` / ``if dtype``: the function casts only when asked."""
+    if not (isinstance(arg, ast.Name) and is_param(scope, arg.id)):
+        return False
+    default = param_default(scope, arg.id)
+    if not (isinstance(default, ast.Constant) and default.value is None):
+        return False
+    for anc in sf.ancestors(call):
+        if anc is scope:
+            break
+        test = anc.test if isinstance(anc, ast.If) else None
+        if isinstance(test, ast.Name) and test.id == arg.id:
+            return True
+        if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == arg.id and \
+                len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and \
+                isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            return True
+    return False
 
 
 def _scaler_disabled(call: ast.Call) -> bool:

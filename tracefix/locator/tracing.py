@@ -825,7 +825,7 @@ class ValueTracer(Tracer):
                     sub = ast.copy_location(ast.Subscript(value=d, slice=ast.Constant(value=attr), ctx=ast.Load()), node)
                     self._origins(sf, sf.scope_of(node), sub, node.lineno, depth, "", shared, by_name, out)
                 return
-            cls = self.resolve_class(sf, node.func)
+            cls = self.class_of_value(sf, node)          # Config(...) or Config.from_args(args)
             if cls is None:
                 return
             csf, cdef = cls
