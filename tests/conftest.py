@@ -32,13 +32,22 @@ class Sample:
         return self.dir / "crash.log"
 
 
+def registered_entries():
+    """Every registered family's entry ids, in registry order (tracefix/families)."""
+    from tracefix.families import families
+
+    return [entry_id for fam in families() for entry_id in fam.entries]
+
+
 def discover_samples():
-    out = []
+    """The samples of every registered family's entries (the ``id`` in each ``expected.toml``),
+    in registry order."""
+    found = []
     for exp in sorted(SAMPLES.glob("*/expected.toml")):
         data = tomllib.loads(exp.read_text())
-        out.append(Sample(exp.parent.name, exp.parent, data["id"], data["crash_site"], data["fix_site"],
-                          bool(data.get("recorded", False))))
-    return out
+        found.append(Sample(exp.parent.name, exp.parent, data["id"], data["crash_site"], data["fix_site"],
+                            bool(data.get("recorded", False))))
+    return [s for entry_id in registered_entries() for s in found if s.id == entry_id]
 
 
 SAMPLE_LIST = discover_samples()

@@ -3,11 +3,12 @@ import io
 
 import pytest
 
+from tracefix.families import families
 from tracefix.knowledge import KnowledgeError, load_entries
 from tracefix.pipeline import collect
 
 ENTRIES = load_entries(examples=True)
-KNOWN = {"nonscalar-backward", "inplace-modification", "fp16-unscale", "bf16-unscale"}
+KNOWN = {entry_id for fam in families() for entry_id in fam.entries}
 
 
 def diagnose_text(text):

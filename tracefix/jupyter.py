@@ -255,8 +255,9 @@ def _diagnose(state: _State, etype, value, tb) -> bool:
 
 
 def _anomaly_would_help(report) -> bool:
+    from tracefix.families import anomaly_helps
     from tracefix.patcher import settled
-    return any(d.entry_id == "inplace-modification" and not d.traceback.anomaly_frames
+    return any(anomaly_helps(d.entry_id) and not d.traceback.anomaly_frames
                and (not d.fix_sites or not settled(d)) for d in report.diagnoses)
 
 
@@ -277,6 +278,8 @@ _SESSION_DIFF = re.compile(re.escape(SESSION) + r" \(cell \d+ In \[(\d+)\]\)")
 
 def _for_display(report, hint: bool = False):
     """Session sites read ``In [7], line 3``; diff headers name the cell, not the temporary file."""
+    from tracefix.families import anomaly_helps
+
     def words(text: str) -> str:     # a session cell's position is its execution count
         text = re.sub(re.escape(SESSION) + r"(?::|, )(?:cell (\d+), )?line (\d+)",
                       lambda m: f"In [{m.group(1)}], line {m.group(2)}" if m.group(1) else f"line {m.group(2)}", text)
@@ -296,7 +299,7 @@ def _for_display(report, hint: bool = False):
         tb = d.traceback
         if tb.evidence is not None:     # the witness's summary names In [N] as the sites do
             tb = replace(tb, evidence=replace(tb.evidence, summary=words(tb.evidence.summary)))
-        if hint and d.entry_id == "inplace-modification":
+        if hint and anomaly_helps(d.entry_id):
             notes += ("Run `%tracefix anomaly on` and re-run the failing cells: torch then records the forward "
                       "call behind the modified tensor, and the fix site can be named.",)
         out.append(replace(d, crash_site=site(d.crash_site), fix_sites=tuple(site(s) for s in d.fix_sites),

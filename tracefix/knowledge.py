@@ -10,11 +10,6 @@ from tracefix.record import record
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "knowledge"
 
-# One locate module per name (tracefix/locator/families/<name>.py); listed, not imported: loading
-# knowledge stays cheap, and adding a family's module is all it takes to make its name valid.
-_FAMILIES_DIR = Path(__file__).resolve().parent / "locator" / "families"
-LOCATORS = tuple(sorted(p.stem.replace("_", "-") for p in _FAMILIES_DIR.glob("*.py")
-                        if not p.name.startswith("_"))) + ("none",)
 EXPLAIN_KEYS = ("what", "why", "fix", "fix_safety")
 # The built-in entries' diagnosis part (each file's text before its first [[array]]), parsed when
 # the wheel is built (setup.py): {file name: (that text, its parsed TOML)}.  Used only while the
@@ -28,6 +23,13 @@ def _toml():
     else:  # pragma: no cover - exercised on 3.9/3.10 only
         import tomli as tomllib
     return tomllib
+
+
+def _locators() -> Tuple[str, ...]:
+    """The valid ``locate`` names: those the registered families declare (their code is not loaded)."""
+    from tracefix.families import locate_names
+
+    return locate_names() + ("none",)
 
 
 class KnowledgeError(Exception):
@@ -222,8 +224,9 @@ def _build(path: Path, data: Dict[str, Any]) -> Entry:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", entry_id):
         raise KnowledgeError(f"{path}: field 'id' must be lowercase letters, digits and dashes")
     locate = _field(path, data, "locate", str, "none")
-    if locate not in LOCATORS:
-        raise KnowledgeError(f"{path}: field 'locate' must be one of {', '.join(LOCATORS)}")
+    locators = _locators()
+    if locate not in locators:
+        raise KnowledgeError(f"{path}: field 'locate' must be one of {', '.join(locators)}")
     if "explain" not in data:
         raise KnowledgeError(f"{path}: missing field 'explain' (the [explain] table must come before any [[examples]])")
     explain = _field(path, data, "explain", dict)

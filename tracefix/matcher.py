@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from tracefix.families import gate_words
 from tracefix.knowledge import Entry
 from tracefix.record import replace
 from tracefix.records import Diagnosis, Traceback
@@ -16,11 +17,10 @@ TYPE_MISMATCH = 0.8         # right words, wrong exception type (retyped paste)
 UNTYPED = 0.95              # message without its exception type
 _SPACE = re.compile(r"\s+")
 _DECOR = re.compile(r"[`*]+")
-# Words a paraphrased message keeps; a line without any is not worth a fuzzy comparison.
-_FUZZY_GATE = re.compile(r"grad|scalar|inplace|in-place|unscal|fp16|float16|bfloat|non_finite", re.I)
-# The same words, lower case: `word in line.lower()` is ~20x faster than the re.I search above,
-# and BareMessage runs on every line of the parsed part of a log.
-_GATE_WORDS = ("grad", "scalar", "inplace", "in-place", "unscal", "fp16", "float16", "bfloat", "non_finite")
+# Words a paraphrased message keeps (each family declares its own); a line without any is not worth
+# a fuzzy comparison.  Lower case: `word in line.lower()` is ~20x faster than a re.I search, and
+# BareMessage runs on every line of the parsed part of a log.
+_GATE_WORDS = gate_words()
 
 
 def _gated(lowered: str) -> bool:

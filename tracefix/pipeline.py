@@ -298,6 +298,7 @@ def _count(n: int, noun: str) -> str:
 
 def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) -> Applied:
     """Write the recommended (or --pick N) patch of every settled diagnosis."""
+    from tracefix.families import anomaly_helps
     from tracefix.patcher import PatchError, apply, explain_unpatchable, settled
     from tracefix.patcher.writing import hard_links
 
@@ -325,8 +326,8 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
                             f"frames; nothing written (review the patches and choose one with --pick N)")
             continue
         if pick is None and not settled(d):
-            # the forward trace of --anomaly only pinpoints in-place writes; the witness covers every family
-            how = "tracefix run --anomaly" if d.entry_id == "inplace-modification" else "tracefix run -- <command>"
+            # the forward trace of --anomaly pinpoints only some families' sites; the witness covers every family
+            how = "tracefix run --anomaly" if anomaly_helps(d.entry_id) else "tracefix run -- <command>"
             problems.append(f"{d.entry_id}: several fix sites are equally likely; nothing written "
                             f"(choose one with --pick N, or run `{how}` to pinpoint it)")
             continue

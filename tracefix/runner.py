@@ -27,7 +27,7 @@ What it does:
    then the command exited 0 or reached the time bound without an error; also when the command
    then fails only because the hook ended the process that trained at the time bound, e.g.
    nbconvert's "Kernel died"), ``still failing`` (the same error id again, or one of its
-   SEQUELS: ``loss.item()`` of a loss reduced for backward() only), ``new error`` (another crash,
+   sequels: ``loss.item()`` of a loss reduced for backward() only), ``new error`` (another crash,
    also after the steps, diagnosed and shown), ``not training`` (no parameter changed) or
    ``not run``.  One line says how far it went (JSON: ``verification_detail``).
 
@@ -70,23 +70,10 @@ READ_SIZE = 1 << 20         # one os.read
 DRAIN_IDLE_S = 0.2          # after the child exits: wait this long for more output from its children
 DRAIN_MAX_S = 2.0           # ... but no longer than this in all
 EXIT_OK, EXIT_PATCH = 0, 3
-INPLACE_ID = "inplace-modification"
 POSIX = os.name == "posix"
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n))
 INTERRUPTS = {int(s) for s in FORWARDED}
 VERIFY_TIMEOUT_S = 60.0     # --verify: how long the patched command may run on after the steps
-# Errors that a family's wrong or partial fix leads to next: a patched run that dies of one of
-# these is "still failing", not "new error" (a loss reduced for backward() only, then logged).
-SEQUELS = {
-    "nonscalar-backward": (
-        r"a Tensor with \d+ elements cannot be converted to Scalar",        # loss.item()
-        r"only one element tensors can be converted to Python scalars",     # float(loss)
-        r"unsupported format string passed to Tensor\.__format__",          # f"{loss:.4f}"
-        r"Boolean value of Tensor with more than one value is ambiguous",   # if loss < best
-    ),
-}
-
-
 # --- the environment that switches the hooks on ------------------------------------------------
 def hook_env(anomaly: bool = False, verify_steps: Optional[int] = None,
              base: Optional[Mapping[str, str]] = None, witness: bool = False,
@@ -487,8 +474,11 @@ def _project_root(tail: bytes, entries, start: Path) -> Path:
 
 
 def _needs_anomaly(report) -> bool:
-    """An in-place error that neither a forward trace nor the witness's evidence explains."""
-    return any(d.entry_id == INPLACE_ID and not d.traceback.anomaly_frames and d.traceback.evidence is None
+    """An error anomaly mode helps locate (in place) that neither a forward trace nor the witness's
+    evidence explains."""
+    from tracefix.families import anomaly_helps
+
+    return any(anomaly_helps(d.entry_id) and not d.traceback.anomaly_frames and d.traceback.evidence is None
                for d in report.diagnoses)
 
 
@@ -621,7 +611,9 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
                         extra["error"] = again.error
                 return _finish(report, extra, again.exit_code, command_code, **show)
             rerun = _diagnose(again.tail, entries, root)
-            if any(d.entry_id == INPLACE_ID and d.traceback.anomaly_frames for d in rerun.diagnoses):
+            from tracefix.families import anomaly_helps
+
+            if any(anomaly_helps(d.entry_id) and d.traceback.anomaly_frames for d in rerun.diagnoses):
                 report = rerun
                 _note("anomaly re-run: the forward trace located the in-place operation")
             else:
@@ -730,7 +722,9 @@ def _sequel(after, before) -> bool:
     """The patched run died of an error that follows from one of ``before``'s families."""
     import re
 
-    patterns = [p for family in before for p in SEQUELS.get(family, ())]
+    from tracefix.families import sequels
+
+    patterns = [p for entry_id in before for p in sequels(entry_id)]
     return any(re.search(p, m or "") for p in patterns for _t, m in after.unrecognized)
 
 
@@ -742,7 +736,7 @@ def _verify(cmd, report, entries, root: Path, steps: int, to_stderr: bool, witne
     ``verified``: the steps ran, a parameter got a non-zero gradient and changed (the hook's
     ``steps ok``), and then the command ran to its end (exit 0) or on until the hook stopped it
     ``timeout`` seconds later, without an error.  ``still failing``: the same family's error or
-    one of its SEQUELS; ``new error``: any other failure; ``not training``: nothing changed."""
+    one of its family's sequels; ``new error``: any other failure; ``not training``: nothing changed."""
     import time
 
     started = time.monotonic()

@@ -1,18 +1,18 @@
 """The locate run shared by every error family: frames mapped to files, the crash site, fix sites.
 
 :class:`LocateContext` maps the traceback's frames to files under the root (:mod:`tracefix.frames`),
-names the crash site, runs the family's locate module and ranks what it found.  A family's module is
-``tracefix/locator/families/<locate name>.py`` (``-`` spelled ``_``) with a ``run(ctx)`` function that
-calls ``ctx.add(...)`` for each fix site; the knowledge entry's ``locate`` field names it.
+names the crash site, runs the family's locate function and ranks what it found.  The knowledge
+entry's ``locate`` field names that function in its family's ``locate.py`` (:mod:`tracefix.families`);
+it calls ``ctx.add(...)`` for each fix site.
 Reads source with :mod:`ast`; never imports torch or libcst, never writes a file.
 """
 from __future__ import annotations
 
-import importlib
 import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
+from tracefix.families import of_locate, part
 from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, is_library_path,
                              is_notebook_path, mismatch, same_named)
 from tracefix.locator.evidence import apply_evidence
@@ -25,25 +25,22 @@ TIME_BUDGET_S = 15.0        # a whole-project search stops (with a note) after t
 FIXED_SINCE = "the file seems to have been fixed since this log was written"
 
 Strategy = Callable[["LocateContext"], None]
-_FAMILIES: Dict[str, Optional[Strategy]] = {}
-_RIVALS: Dict[str, bool] = {}
+_STRATEGIES: Dict[str, Optional[Strategy]] = {}
 
 
 def family(name: str) -> Optional[Strategy]:
-    """The ``run`` of ``tracefix.locator.families.<name>``; None for 'none' or an unknown name.
-    The module's ``RIVAL_SITES`` (default True) says whether its sites are rival explanations."""
-    if name not in _FAMILIES:
-        run = None
-        module = None
-        if name and name != "none":
-            try:
-                module = importlib.import_module(f"tracefix.locator.families.{name.replace('-', '_')}")
-            except ImportError:
-                module = None
-            run = getattr(module, "run", None)
-        _FAMILIES[name] = run
-        _RIVALS[name] = bool(getattr(module, "RIVAL_SITES", True))
-    return _FAMILIES[name]
+    """The function in its family's ``locate.py`` that an entry's ``locate`` name points at (see
+    :mod:`tracefix.families`); None for 'none' or an unknown name."""
+    if name not in _STRATEGIES:
+        fam = of_locate(name) if name and name != "none" else None
+        module = part(fam, "locate") if fam is not None else None
+        _STRATEGIES[name] = getattr(module, fam.locate[name], None) if module is not None else None
+    return _STRATEGIES[name]
+
+
+def _rival_sites(name: str) -> bool:
+    fam = of_locate(name)
+    return fam.rival_sites if fam is not None else True
 
 
 def locate(diag: Diagnosis, entry, root: Path, search: Optional[bool] = None) -> Diagnosis:
@@ -135,7 +132,7 @@ class LocateContext:
             self.notes[self.notes.index(said)] = said.split(";")[0] + "; the project was searched, and no fix site was found."
         notes = tuple(dict.fromkeys(list(self.diag.notes) + self.notes))
         return replace(self.diag, crash_site=crash_site, fix_sites=tuple(sites), notes=notes,
-                       rival_sites=_RIVALS.get(self.strategy, True))
+                       rival_sites=_rival_sites(self.strategy))
 
     def _alternatives(self, m: MappedFrame) -> List[MappedFrame]:
         out = []

@@ -9,7 +9,7 @@ reads what the crashing process saw:
   the witness did not see is demoted: the process showed the culprit is elsewhere;
 * when the family found nothing on the witness's lines (or only sites the evidence contradicts),
   the lines themselves become fix sites, of the kind their code shows (``x += y``,
-  ``nn.ReLU(inplace=True)``, ``model.half()``...).
+  ``nn.ReLU(inplace=True)``, ``model.half()``...): the family's ``evidence.py`` reads them.
 
 Sites a family derives from a line the witness names (the config value behind a cast, a loss
 module's ``return``) are left where the family ranked them: they are that line's reason.
@@ -19,24 +19,15 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
+from tracefix.families import ANY, of_evidence, part
 from tracefix.frames import frame_candidates
-from tracefix.locator.tracing import is_true, value_col
-from tracefix.pysource import SourceFile, const_str, keyword, last_name
+from tracefix.pysource import SourceFile
 from tracefix.records import Evidence, FixSite, Frame
 
 CONFIRMED = 0.97            # above anything inferred from the source alone
 DEMOTE = 0.5
-ANY = None
 
-# The fix-site kinds a piece of evidence speaks to directly: on another line than the witness's,
-# such a site is contradicted.  Other kinds are reasons behind a line (a config value, a loss
-# module's return): the family's order among them stands.
-DIRECT = {
-    "inplace-write": ANY,
-    "param-update": ANY,
-    "half-params": {"model-cast", "torch-dtype-fp16", "default-dtype", "param-dtype"},
-    "nonscalar-loss": set(),
-}
+# The evidence's sites whose lines are named as culprits (a "backward" site only says where).
 ROLES = {"construct", "write", "step", "cast", "param", "creator", "caller"}
 
 
@@ -48,7 +39,12 @@ def apply_evidence(ctx) -> None:
     lines = _local_lines(ctx, ev)
     if not lines:
         return
-    direct = DIRECT.get(ev.kind, set())
+    # The fix-site kinds the evidence speaks to directly (its family declares them): on another line
+    # than the witness's, such a site is contradicted.  Other kinds are reasons behind a line (a
+    # config value, a loss module's return): the family's order among them stands.
+    fam = of_evidence(ev.kind)
+    direct = fam.evidence[ev.kind] if fam is not None else frozenset()
+    reader = part(fam, "evidence") if fam is not None else None
 
     def spoken_to(site: FixSite) -> bool:
         return direct is ANY or site.kind in direct
@@ -69,41 +65,17 @@ def apply_evidence(ctx) -> None:
             ctx.sites[i] = _with(s, s.score * DEMOTE, "")
     if any(not spoken_to(s) and s.kind != "backward-receiver" for s in ctx.sites):
         return          # the family's reasons stand: the witness's lines are what they explain
-    if ev.kind == "param-update":
-        _caller_before_backward(ctx, ev)
+    if reader is None:
+        return
+    if hasattr(reader, "before_lines"):
+        reader.before_lines(ctx, ev)
     for n, (rel, line) in enumerate(lines):
         sf = ctx.project.source(rel)
         if sf is not None:
-            _site_from_line(ctx, sf, line, ev, CONFIRMED - 0.01 * n)
+            reader.site_from_line(ctx, sf, line, ev, CONFIRMED - 0.01 * n)
 
 
-def _caller_before_backward(ctx, ev: Evidence) -> None:
-    """A parameter written inside a helper (a pruning callback, a clamp) called between the forward
-    and the backward: the call in the training step is what moves (below the backward), not the
-    write inside the helper, which is meant to change the parameters."""
-    back = _mapped_site(ctx, ev.site("backward"))
-    if back is None:
-        return
-    for es in ev.sites:
-        if es.role != "caller":
-            continue
-        call = _mapped_site(ctx, es)
-        if call is None or call[0] != back[0] or not call[1] < back[1]:
-            continue
-        sf = ctx.project.source(call[0])
-        stmt = sf.stmt_at(call[1]) if sf is not None else None
-        bstmt = sf.stmt_at(back[1]) if sf is not None else None
-        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and bstmt is not None
-                and sf.scope_of(stmt) is sf.scope_of(bstmt)):
-            continue
-        ctx.add(sf, stmt.lineno, stmt.col_offset, "param-update-before-backward",
-                f"Seen by the witness: {ev.summary}. {sf.line_text(stmt.lineno).strip()} changes parameters "
-                f"in place between the forward pass and backward(); it belongs after the backward (and the "
-                f"optimizer step).", CONFIRMED + 0.005)
-        return
-
-
-def _mapped_site(ctx, es) -> Optional[Tuple[str, int]]:
+def mapped_site(ctx, es) -> Optional[Tuple[str, int]]:
     """(rel path, line) of an evidence site under root; None when it is not under root, or does
     not tell which file."""
     if es is None:
@@ -116,7 +88,7 @@ def _local_lines(ctx, ev: Evidence) -> List[Tuple[str, int]]:
     """(rel path, line) of the evidence's sites that are files under root, in the witness's order."""
     out: List[Tuple[str, int]] = []
     for s in ev.sites:
-        key = _mapped_site(ctx, s) if s.role in ROLES else None
+        key = mapped_site(ctx, s) if s.role in ROLES else None
         if key is not None and key not in out:
             out.append(key)
     return out
@@ -146,63 +118,10 @@ def _with(site: FixSite, score: float, prefix: str) -> FixSite:
     return replace(site, score=round(score, 3), reason=reason)
 
 
-def _site_from_line(ctx, sf: SourceFile, line: int, ev: Evidence, score: float) -> None:
-    """A fix site of the kind the code on ``line`` shows, for what the evidence says happened."""
+def line_nodes(sf: SourceFile, line: int) -> Tuple[Optional[ast.stmt], List[ast.AST]]:
+    """The statement on ``line`` and its nodes that start there (all of its nodes if none does),
+    for a family's ``site_from_line``."""
     stmt = sf.stmt_at(line)
     if stmt is None:
-        return
-    why = f"Seen by the witness: {ev.summary}"
-    nodes = [n for n in ast.walk(stmt) if getattr(n, "lineno", None) == line] or list(ast.walk(stmt))
-    if ev.kind in ("inplace-write", "param-update"):
-        # a module the witness saw built with inplace=True here, whatever expression said so
-        built_inplace = any(es.role == "construct" and "inplace=True" in es.detail
-                            and _mapped_site(ctx, es) == (sf.rel, line) for es in ev.sites)
-        for n in nodes:
-            if isinstance(n, ast.Call):
-                kw = keyword(n, "inplace")
-                if kw is not None and (is_true(kw.value) or built_inplace and not isinstance(kw.value, ast.Constant)):
-                    return ctx.add(sf, kw.lineno, kw.col_offset, "inplace-kwarg", why, score)
-                out = keyword(n, "out")
-                if out is not None:
-                    return ctx.add(sf, out.lineno, out.col_offset, "inplace-out", why, score)
-        if isinstance(stmt, ast.AugAssign):
-            return ctx.add(sf, line, stmt.target.col_offset, "inplace-augassign", why, score)
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Subscript) for t in stmt.targets):
-            target = next(t for t in stmt.targets if isinstance(t, ast.Subscript))
-            return ctx.add(sf, line, target.col_offset, "inplace-subscript", why, score)
-        for n in nodes:
-            if isinstance(n, ast.Call):
-                name = last_name(n.func)
-                if name == "step" and ev.kind == "param-update":
-                    return ctx.add(sf, n.lineno, n.col_offset, "optimizer-step-between", why, score)
-                if name.endswith("_") and not name.startswith("_"):
-                    return ctx.add(sf, n.lineno, n.col_offset, "inplace-method", why, score)
-    elif ev.kind == "half-params":
-        for n in nodes:
-            if not isinstance(n, ast.Call):
-                continue
-            name = last_name(n.func)
-            for kwname in ("torch_dtype", "dtype"):
-                kw = keyword(n, kwname)
-                if kw is not None and name not in ("to", "type") and kwname == "torch_dtype":
-                    return ctx.add(sf, kw.lineno, kw.col_offset, "torch-dtype-fp16", why, score)
-            if name.endswith("set_default_dtype"):
-                return ctx.add(sf, n.lineno, n.col_offset, "default-dtype", why, score)
-            if name in ("half", "bfloat16", "to", "type") and isinstance(n.func, ast.Attribute):
-                col = (n.func.end_col_offset or 0) - len(name)
-                return ctx.add(sf, n.lineno, max(col, 0), "model-cast", why, score)
-            kw = keyword(n, "dtype")
-            if kw is not None:
-                return ctx.add(sf, kw.lineno, kw.col_offset, "param-dtype", why, score)
-    elif ev.kind == "nonscalar-loss":
-        for n in nodes:
-            if isinstance(n, ast.Call):
-                kw = keyword(n, "reduction")
-                if kw is not None and const_str(kw.value) == "none":
-                    return ctx.add(sf, kw.lineno, kw.col_offset, "criterion-reduction", why, score)
-        if isinstance(stmt, ast.Return) and stmt.value is not None:
-            return ctx.add(sf, line, stmt.value.col_offset, "per-sample-return", why, score)
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            return ctx.add(sf, line, value_col(sf, stmt), "loss-assignment", why, score)
-    return None
-
+        return None, []
+    return stmt, [n for n in ast.walk(stmt) if getattr(n, "lineno", None) == line] or list(ast.walk(stmt))

@@ -13,8 +13,8 @@ imports this package lazily, when patches are needed.
 from __future__ import annotations
 
 from tracefix.patcher.errors import PatchError
-from tracefix.patcher.fix_inplace import explain_unpatchable
-from tracefix.patcher.ranking import patchable, propose, settled
+from tracefix.patcher.unpatchable import explain_unpatchable
+from tracefix.patcher.ranking import propose, settled
 
 
 
@@ -27,4 +27,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'tracefix.patcher' has no attribute {name!r}")
 
 
-__all__ = ["PatchError", "apply", "explain_unpatchable", "patchable", "propose", "settled", "undo"]
+__all__ = ["PatchError", "apply", "explain_unpatchable", "propose", "settled", "undo"]

@@ -1,22 +1,26 @@
 """Fix sites -> ranked patches (first = recommended)."""
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import tracefix.patcher as _package
-from tracefix.patcher.context import FIXERS, Context, Option
+from tracefix.families import families, of_kind, part
+from tracefix.patcher.context import FIXERS, Context, Fixer, Option
 from tracefix.patcher.cstedit import NeedWhole
 from tracefix.patcher.text import compiles, merge_edit, normalize, restore, unified_diff
 from tracefix.record import replace
 from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Patch
 
-# Every fix_*.py module registers its fix-site kinds with @fixer: adding one needs no edit here.
-for _mod in pkgutil.iter_modules(_package.__path__):
-    if _mod.name.startswith("fix_"):
-        importlib.import_module(f"tracefix.patcher.{_mod.name}")
+
+
+def fixer_for(kind: str) -> Optional[Fixer]:
+    """The fixer of a fix-site kind: its family's fix.py registers it with @fixer when first loaded,
+    so only the families present in a diagnosis pay for their libcst code."""
+    if kind not in FIXERS:
+        fam = of_kind(kind)
+        if fam is not None:
+            part(fam, "fix")
+    return FIXERS.get(kind)
 
 
 def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
@@ -26,7 +30,7 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
     alternatives: List[Patch] = []
     seen = set()
     for site in diag.fix_sites:
-        fix = FIXERS.get(site.kind)
+        fix = fixer_for(site.kind)
         if fix is None:
             continue
         try:
@@ -55,15 +59,10 @@ def propose(diag: Diagnosis, root: Path) -> Tuple[Patch, ...]:
     return tuple(([together] if together else []) + patches)
 
 
-_CAUSES = {"write": ("inplace-", "optimizer-step-between", "param-update-before-backward",
-                     "param-step-before-backward"),
-           "cast": ("model-cast", "torch-dtype-fp16", "default-dtype", "param-dtype")}
-# (config-dtype is not a rival cast: it is the value a cast reads, so fixing either fixes both)
-
-
 def _cause(kind: str) -> str:
     """What a fix-site kind blames: a write, a cast, or (anything else) itself."""
-    return next((c for c, prefixes in _CAUSES.items() if kind.startswith(prefixes)), kind)
+    return next((c for fam in families() for c, prefixes in fam.rival_causes.items() if kind.startswith(prefixes)),
+                kind)
 
 
 def _rivals_hedged(diag: Diagnosis, patches: List[Patch], together: Optional[Patch]) -> List[Patch]:
@@ -188,7 +187,3 @@ def settled(diag: Diagnosis) -> bool:
         return True
     first = diag.patches[0] if diag.patches else None
     return first is not None and set(first.covers) >= {(s.path, s.line) for s in tied}
-
-
-def patchable(site: FixSite) -> bool:
-    return site.kind in FIXERS

@@ -27,11 +27,6 @@ SCALAR_KEEP_METHODS = {"float", "double", "half", "bfloat16", "to", "cuda", "cpu
                        "squeeze", "type"}
 
 
-# The sites are links of one chain (the criterion, the loss it makes, the backward that gets it):
-# a fix at any of them removes the error, so an alternative's own label stands.
-RIVAL_SITES = False
-
-
 def run(ctx) -> None:
     _Nonscalar(ctx).run()
 

@@ -1,4 +1,4 @@
-"""Shared by fp16-unscale and bf16-unscale: where trainable parameters get a half dtype.
+"""fp16-unscale and bf16-unscale: where trainable parameters get a half dtype.
 
 Casts of a model (``.half()``, ``.to(torch.float16)``, ``.bfloat16()``), ``from_pretrained(torch_dtype=...)``,
 ``torch.set_default_dtype``, parameters created in half (``nn.Parameter(...)``, ``register_parameter``,
@@ -428,3 +428,13 @@ def _cast_on_request(sf: SourceFile, scope: ast.AST, call: ast.Call, arg: Option
 def _scaler_disabled(call: ast.Call) -> bool:
     en = keyword(call, "enabled")
     return en is not None and isinstance(en.value, ast.Constant) and en.value.value is False
+
+
+def run_fp16(ctx) -> None:
+    """fp16-unscale: GradScaler met float16 gradients, because trainable parameters are float16."""
+    HalfParams(ctx, bf16=False).run()
+
+
+def run_bf16(ctx) -> None:
+    """bf16-unscale: GradScaler met bfloat16 gradients (the scaler itself, or bf16 trainable parameters)."""
+    HalfParams(ctx, bf16=True).run()

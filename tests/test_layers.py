@@ -1,0 +1,181 @@
+"""The shape of the code: the pipeline's layer order, and one folder per error family.
+
+Every ``import`` in tracefix/ is read with :mod:`ast`, function-local ones too (a lazy import is
+still a dependency).  Arrows point down the pipeline (read -> match -> locate -> patch -> render);
+families never import each other, and shared code reaches a family only through the registry.
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+from tracefix.families import FAMILIES, families, part
+from tracefix.knowledge import load_entries
+
+PKG = Path(__file__).resolve().parent.parent / "tracefix"
+
+# Lowest first.  A module may import modules of its own layer or of a lower one.
+LAYERS = (
+    ("records", ("tracefix.record", "tracefix.records", "tracefix.version", "tracefix.scan", "tracefix.hooks",
+                 "tracefix.families", "tracefix.families.api", "tracefix.families.*.family", "tracefix.families.*")),
+    ("read", ("tracefix.reader",)),
+    ("knowledge", ("tracefix.knowledge",)),
+    ("match", ("tracefix.matcher",)),
+    ("source", ("tracefix.paths", "tracefix.frames", "tracefix.pysource", "tracefix.notebook", "tracefix.cells")),
+    ("locate", ("tracefix.locator", "tracefix.locator.*", "tracefix.families.*.locate", "tracefix.families.*.evidence")),
+    ("patch", ("tracefix.patcher", "tracefix.patcher.*", "tracefix.families.*.fix", "tracefix.families.*.unpatchable")),
+    ("render", ("tracefix.render",)),
+    ("run", ("tracefix.pipeline", "tracefix.runner", "tracefix.jupyter")),
+    ("commands", ("tracefix.cliutil", "tracefix.options", "tracefix.exits", "tracefix.commands")),
+    ("entry", ("tracefix.cli", "tracefix.__main__", "tracefix")),
+)
+CHILD = ("tracefix.hooks.sitecustomize", "tracefix.hooks.tracefix_witness")   # run in the user's process
+
+
+def _modules():
+    out = {}
+    for p in PKG.rglob("*.py"):
+        parts = p.relative_to(PKG.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name):
+    """The tracefix modules ``name`` imports, anywhere in its file."""
+    path = MODULES[name]
+    is_pkg = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES else module for a in node.names]
+        for t in targets:
+            if t == "tracefix.entries" or t.startswith("tracefix.entries."):
+                continue        # the knowledge/ folder, installed as package data
+            while t not in MODULES and "." in t:
+                t = t.rsplit(".", 1)[0]
+            if t in MODULES and t != name and t.startswith("tracefix"):
+                found.add(t)
+    return found
+
+
+def _matches(name, pattern):
+    if "*" not in pattern:
+        return name == pattern
+    head, tail = pattern.split("*", 1)
+    if not name.startswith(head):
+        return False
+    rest = name[len(head):]
+    return "." not in rest if not tail else (rest.endswith(tail) and "." not in rest[:-len(tail)])
+
+
+def _layer(name):
+    # the most specific pattern wins (tracefix.families.x.locate over tracefix.families.*)
+    best = None
+    for i, (_, patterns) in enumerate(LAYERS):
+        for pat in patterns:
+            if _matches(name, pat) and (best is None or len(pat) > best[1]):
+                best = (i, len(pat))
+    return None if best is None else best[0]
+
+
+def _family_of(name):
+    parts = name.split(".")
+    return parts[2] if len(parts) >= 3 and parts[1] == "families" and parts[2] in FAMILIES else None
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - set(CHILD)))
+def test_imports_point_down_the_pipeline(name):
+    mine = _layer(name)
+    assert mine is not None, f"{name} is in no layer: add it to LAYERS"
+    up = sorted(t for t in _imports(name) if t not in CHILD and (_layer(t) or 0) > mine)
+    assert not up, f"{name} ({LAYERS[mine][0]}) reaches up the pipeline: " + ", ".join(
+        f"{t} ({LAYERS[_layer(t)][0]})" for t in up)
+
+
+def test_the_child_process_never_imports_tracefix():
+    for name in CHILD:
+        assert _imports(name) == set(), name
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("tracefix.")))
+def test_families_never_import_each_other_and_are_reached_through_the_registry(name):
+    fam = _family_of(name)
+    for t in _imports(name):
+        other = _family_of(t)
+        if other is None:
+            continue
+        if fam is None:
+            pytest.fail(f"{name} imports {t}: shared code reaches a family through tracefix.families")
+        assert other == fam, f"{name} (family {fam}) imports {t} (family {other})"
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_a_familys_diagnose_parts_never_load_libcst(fam):
+    for part_name in ("family", "locate", "evidence", "unpatchable"):
+        name = f"tracefix.families.{fam}.{part_name}"
+        if name not in MODULES:
+            continue
+        text = MODULES[name].read_text(encoding="utf-8")
+        assert "libcst" not in text, name
+        assert not any(_layer(t) is not None and _layer(t) >= _layer("tracefix.patcher") for t in _imports(name)), name
+
+
+def test_the_registry_names_every_family_folder_once():
+    folders = sorted(p.parent.name for p in (PKG / "families").glob("*/family.py"))
+    assert sorted(FAMILIES) == folders
+    assert len(set(FAMILIES)) == len(FAMILIES)
+    assert [f.name for f in families()] == list(FAMILIES)
+
+
+@pytest.mark.parametrize("attr", ["entries", "locate", "fix_kinds", "evidence", "gate_words"])
+def test_what_families_declare_is_declared_once(attr):
+    """TorchFix's distinct error codes: no entry, locate name, fix kind or evidence kind is claimed
+    by two families (a gate word may be shared: both families' messages keep it)."""
+    seen = {}
+    for fam in families():
+        for key in getattr(fam, attr):
+            if attr == "gate_words":
+                assert key == key.lower(), (fam.name, key)
+                continue
+            assert key not in seen, f"{attr} {key!r}: {seen.get(key)} and {fam.name}"
+            seen[key] = fam.name
+
+
+def test_every_builtin_entry_is_served_by_its_family():
+    by_id = {e.id: e for e in load_entries()}
+    for fam in families():
+        for entry_id in fam.entries:
+            assert entry_id in by_id, (fam.name, entry_id)
+            assert by_id[entry_id].locate in fam.locate, (entry_id, by_id[entry_id].locate)
+    served = {i for fam in families() for i in fam.entries}
+    assert set(by_id) <= served
+
+
+@pytest.mark.parametrize("fam", families(), ids=lambda f: f.name)
+def test_a_familys_parts_are_what_it_declares(fam):
+    from tracefix.patcher.context import FIXERS
+
+    locate = part(fam, "locate")
+    for fn in fam.locate.values():
+        assert callable(getattr(locate, fn, None)), (fam.name, fn)
+    if fam.evidence:
+        assert callable(getattr(part(fam, "evidence"), "site_from_line", None)), fam.name
+    fix = part(fam, "fix")
+    registered = {k for k, f in FIXERS.items() if f.__module__ == fix.__name__}
+    assert registered, fam.name
+    assert registered <= set(fam.fix_kinds), sorted(registered - set(fam.fix_kinds))
+    for cause, prefixes in fam.rival_causes.items():
+        assert any(k.startswith(prefixes) for k in fam.fix_kinds), (fam.name, cause)

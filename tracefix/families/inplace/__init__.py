@@ -1,0 +1,1 @@
+"""inplace-modification: a tensor autograd saved was modified in place before backward()."""
