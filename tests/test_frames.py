@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tracefix.frames import FileIndex, get_index, is_library_path, is_notebook_path, map_frame, split_log_path
+from tracefix.frames import FileIndex, get_index, map_frame
+from tracefix.paths import is_library_path, is_notebook_path, split_log_path
 from tracefix.records import Frame
 
 

@@ -1,6 +1,6 @@
 """tracefix: diagnose and fix PyTorch autograd/AMP crashes from their tracebacks."""
 
-__version__ = "0.1.0"
+from tracefix.version import __version__  # noqa: F401  (tracefix.__version__)
 
 
 def load_ipython_extension(ipython):  # %load_ext tracefix; the work lives in tracefix.jupyter

@@ -13,203 +13,19 @@ be started) unless --apply was given: then 0 patched (and verified), 3 not patch
 Start-up matters (`python train.py 2>&1 | tracefix` is run after every crash): the plain diagnose
 command line is parsed here without importing click; anything else (a subcommand, --help, an
 option or value this parser does not know) goes to the click commands in tracefix.commands,
-which also print every usage error, so messages and help stay the same on both paths.
+which also print every usage error, so messages and help stay the same on both paths.  Both run
+the default command of tracefix.diagnose and share tracefix.exits and tracefix.options; only
+``python -m tracefix`` and the console script import this module.
 """
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PATCH = 0, 1, 2, 3
-FORMATS = ("rich", "plain", "json", "quickfix")
-COMMANDS = ("diagnose", "list", "explain", "undo", "run", "hook")
-
-
-class Fail(Exception):
-    """A one-line error with our exit code (never a traceback of our own)."""
-
-    def __init__(self, message: str, code: int = EXIT_USAGE):
-        super().__init__(message)
-        self.message = message
-        self.exit_code = code
-
-    def show(self) -> None:
-        _err(f"tracefix: error: {self.message}")
-
-
-def _err(text: str) -> None:
-    sys.stdout.flush()
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
-def _load(knowledge_dirs: Sequence[str], examples: bool = False):
-    from tracefix.knowledge import KnowledgeError, load_entries
-
-    try:
-        return load_entries([Path(k) for k in knowledge_dirs], examples=examples,
-                            on_replace=lambda i, path: _err(f"tracefix: {path} replaces the entry '{i}'"))
-    except KnowledgeError as exc:
-        raise Fail(str(exc)) from None
-
-
-def _pick_format(fmt: Optional[str]) -> str:
-    if fmt:
-        return fmt
-    if os.environ.get("FORCE_COLOR") or sys.stdout.isatty():
-        return "rich"
-    return "plain"
-
-
-def _color() -> Optional[bool]:
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return None
-
-
-def _enlarge_pipe(fd: int) -> None:
-    """Fewer, larger reads from a pipe (Linux): `python train.py 2>&1 | tracefix` is the common case."""
-    try:
-        import fcntl
-        import stat
-
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):
-            fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (ImportError, OSError, ValueError):
-        pass
-
-
-def _open_logs(logs: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
-    if not logs or list(logs) == ["-"]:
-        stdin = sys.stdin
-        if stdin is None:
-            raise Fail("no log given and standard input is closed")
-        if stdin.isatty():
-            _err("tracefix: reading a log from standard input (end with Ctrl-D; see --help)")
-        _enlarge_pipe(stdin.fileno())
-        return [("<stdin>", stdin.buffer)]
-    out = []
-    for name in logs:
-        if name == "-":
-            out.append(("<stdin>", sys.stdin.buffer))
-            continue
-        path = Path(name)
-        if path.is_dir():
-            raise Fail(f"{name}: is a directory, not a log file")
-        try:
-            out.append((name, _notebook_log(name, path) if name.lower().endswith(".ipynb") else open(path, "rb")))
-        except OSError as exc:
-            raise Fail(f"{name}: cannot read: {exc.strerror or exc}{_command_hint(name, path)}") from None
-    return out
-
-
-def _notebook_log(name: str, path: Path) -> BinaryIO:
-    """A saved notebook given as a log is read as the tracebacks of its error outputs, so that its
-    frames map to cells as a copied traceback's do (its raw JSON would show each error twice,
-    with escapes and no frames); a file that is not a notebook is read as it is."""
-    import io
-
-    from tracefix.notebook import error_log
-
-    data = path.read_bytes()
-    text = error_log(data)
-    if text is None:
-        return io.BytesIO(data)
-    if not text:
-        _err(f"tracefix: {name}: the notebook holds no error output")
-    return io.BytesIO(text)
-
-
-def _command_hint(name: str, path: Path) -> str:
-    """For a log that is not there but reads like a command (a word: no folder, no suffix): which
-    one was meant.  Only on this error path, so difflib costs the normal start-up nothing."""
-    if path.exists() or any(sep and sep in name for sep in ("/", os.sep, os.altsep)) or "." in name:
-        return ""
-    if name in COMMANDS:
-        return f" (the {name} command comes first: tracefix {name} [OPTIONS] ...)"
-    from difflib import get_close_matches
-
-    close = get_close_matches(name, COMMANDS, n=1)
-    guess = f"did you mean '{close[0]}'? " if close else ""
-    return f" (not a file; {guess}commands are: {', '.join(COMMANDS)})"
-
-
-def _root(root: Optional[str]) -> Path:
-    path = Path(root or ".")
-    if not path.is_dir():
-        raise Fail(f"--root {root}: not a directory")
-    return path.resolve()
-
-
-def diagnose_streams(sources, entries, root: Path, patches: bool, search: Optional[bool] = None,
-                     find_root: bool = False):
-    """(report, the root it was located under).  ``find_root`` (no --root given): the project
-    the frames are in when the current directory is a folder inside it (pipeline.project_root)."""
-    from tracefix.pipeline import collect, merge, project_root
-
-    reports = []
-    for _name, stream in sources:
-        try:
-            reports.append(collect(stream, entries))
-        finally:
-            if stream is not sys.stdin.buffer:
-                stream.close()
-    if find_root:
-        root, marker = project_root(reports, root)
-        if marker is not None:
-            _err(f"tracefix: project root: {root} (found {marker})")
-    return merge(reports, entries, root, patches, search), root
-
-
-def emit(report, fmt: str, entries, extra: Optional[Dict] = None, root: Optional[Path] = None,
-         full: bool = False) -> None:
-    from tracefix.render import emit as render_emit
-
-    render_emit(sys.stdout, report, fmt, entries, extra, color=_color(), root=str(root) if root else None,
-                full=full)
-
-
-def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch, show_all: bool = False) -> None:
-    """The default command: diagnose the logs (and apply); exits with its status."""
-    fmt = _pick_format(fmt)
-    entries = _load(knowledge_dirs)
-    root_path = _root(root)
-    sources = _open_logs(logs)
-    empty = all(_is_empty(stream) for _name, stream in sources)
-    want_patches = do_apply or (not no_patch and fmt != "quickfix")  # quickfix shows no patch
-    # A folder the user named may be searched; the current directory only when it is a project.
-    report, root_path = diagnose_streams(sources, entries, root_path, patches=want_patches,
-                                         search=True if root is not None else None, find_root=root is None)
-    code = EXIT_OK if report.diagnoses else EXIT_NOTHING
-    extra = None
-    problems: List[str] = []
-    said: List[str] = []        # already applied, and cautions about what was written
-    if do_apply and report.diagnoses:
-        from tracefix.pipeline import apply_recommended
-
-        done = apply_recommended(report, root_path, pick)
-        problems, said = done.problems, done.already + done.cautions
-        extra = {"applied": ", ".join(done.written) or ("nothing (already applied)" if done.already else "nothing")}
-        if done.unsafe:
-            extra["unsafe"] = "; ".join(done.unsafe)
-        if problems:
-            code = EXIT_PATCH
-    if empty and not report.diagnoses:
-        _err("tracefix: the input is empty (nothing to diagnose)")
-        if fmt in ("json", "quickfix"):
-            emit(report, fmt, entries, extra, root_path)
-        sys.exit(EXIT_NOTHING)
-    emit(report, fmt, entries, extra, root_path, full=show_all)
-    if fmt == "quickfix" and extra and extra["applied"] != "nothing":
-        _err(f"tracefix: applied: {extra['applied']}")  # stdout holds only the editor's lines
-    for p in said + problems:
-        _err(f"tracefix: {p}")
-    sys.exit(code)
-
+from tracefix.diagnose import run_diagnose
+from tracefix.exits import EXIT_OK, EXIT_USAGE, Fail, err
+from tracefix.options import COMMANDS, FORMATS
 
 
 def _leave(code) -> None:
@@ -299,26 +115,6 @@ def _restore_streams(saved: Tuple) -> None:
     sys.stdout, sys.stderr = saved
 
 
-def _is_empty(stream) -> bool:
-    """Does this input hold no byte at all?  (peeks: nothing is consumed)"""
-    try:
-        import stat
-
-        st = os.fstat(stream.fileno())
-        if stat.S_ISREG(st.st_mode):
-            return st.st_size == 0 and stream.tell() == 0
-    except (AttributeError, OSError, ValueError):
-        pass
-    peek = getattr(stream, "peek", None)
-    if peek is None:
-        return False
-    try:
-        return peek(1) == b""
-    except (OSError, ValueError):
-        return False
-
-
-
 def _fast_args(args: Sequence[str]) -> Optional[Dict]:
     """The plain diagnose command line parsed as click would, or None: let click do it (help,
     subcommands, anything unusual, and every usage error, so that its messages stay the same)."""
@@ -406,13 +202,13 @@ def _main(args: List[str], quick_exit: bool) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        _err("tracefix: interrupted")
+        err("tracefix: interrupted")
         sys.exit(130)
     except MemoryError:
-        _err("tracefix: error: out of memory")
+        err("tracefix: error: out of memory")
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # a bug of ours: one line, not a traceback (TRACEFIX_DEBUG=1 shows it)
         if os.environ.get("TRACEFIX_DEBUG"):
             raise
-        _err(f"tracefix: internal error: {type(exc).__name__}: {exc} (set TRACEFIX_DEBUG=1 for details)")
+        err(f"tracefix: internal error: {type(exc).__name__}: {exc} (set TRACEFIX_DEBUG=1 for details)")
         sys.exit(EXIT_USAGE)

@@ -7,9 +7,10 @@ from typing import Sequence
 
 import click
 
-from tracefix import __version__
-from tracefix.cli import (COMMANDS, EXIT_NOTHING, EXIT_OK, EXIT_PATCH, EXIT_USAGE, FORMATS, Fail, _color,
-                          _command_hint, _load, _pick_format, _root, run_diagnose)
+from tracefix.diagnose import run_diagnose
+from tracefix.exits import EXIT_NOTHING, EXIT_OK, EXIT_PATCH, EXIT_USAGE, Fail
+from tracefix.options import COMMANDS, FORMATS, color, command_hint, load_knowledge, pick_format, root_dir
+from tracefix.version import __version__
 
 EPILOG = """\b
 Exit codes: 0 a known error was diagnosed; 1 no known error in the input;
@@ -118,7 +119,7 @@ def list_cmd(knowledge_dirs) -> None:
     """List the known errors."""
     from tracefix.render import safe
 
-    for e in _load(knowledge_dirs, examples=True):
+    for e in load_knowledge(knowledge_dirs, examples=True):
         click.echo(safe(f"{e.id:24} {e.title}"))
 
 
@@ -130,7 +131,7 @@ def explain_cmd(entry_id, knowledge_dirs) -> None:
     from tracefix.knowledge import find_entry
     from tracefix.render import safe
 
-    entries = _load(knowledge_dirs, examples=True)
+    entries = load_knowledge(knowledge_dirs, examples=True)
     e = find_entry(entries, entry_id)
     if e is None:
         from difflib import get_close_matches
@@ -162,7 +163,7 @@ def undo_cmd(root, force) -> None:
     from tracefix.patcher.writing import MANIFEST, STATE_DIR
 
     if root is not None:
-        project = _root(root)
+        project = root_dir(root)
         where = f"no {project / STATE_DIR / MANIFEST}"
     else:
         start = Path.cwd()
@@ -220,9 +221,9 @@ def run_cmd(do_apply, verify, steps, verify_timeout, anomaly, no_witness, root, 
         # options go before `--`; a command never starts with "-"
         raise click.NoSuchOption(command[0])
 
-    entries = _load(knowledge_dirs)
-    sys.exit(run_main(list(command), root=_root(root), entries=entries, fmt=_pick_format(fmt),
-                      apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=_color(),
+    entries = load_knowledge(knowledge_dirs)
+    sys.exit(run_main(list(command), root=root_dir(root), entries=entries, fmt=pick_format(fmt),
+                      apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=color(),
                       witness=not no_witness, find_root=root is None, full=show_all,
                       **({} if verify_timeout is None else {"verify_timeout": verify_timeout})))
 
@@ -255,7 +256,7 @@ def click_main(args: Sequence[str]) -> int:
         return code if isinstance(code, int) else EXIT_OK
     except click.UsageError as exc:
         word = next((a for a in args if not a.startswith("-")), "")
-        hint = _command_hint(word, Path(word)) if args and args[0] == word and word not in COMMANDS else ""
+        hint = command_hint(word, Path(word)) if args and args[0] == word and word not in COMMANDS else ""
         # `tracefix udno --force`: the mistyped command matters more than the option click names
         click.echo(f"tracefix: error: {word}: {hint.strip()[1:-1]}" if hint else _usage_line(exc), err=True)
         return EXIT_USAGE

@@ -3,9 +3,10 @@
 A log is often written on another machine, in a container or on Windows, so a frame's path is
 matched against the project by its longest path suffix (``/workspace/proj/models/net.py`` finds
 ``<root>/models/net.py``).  Library frames (site-packages, the standard library, torch itself,
-debugger helpers) are recognised by :func:`is_library_path`.  Notebook frames (``Cell In[7], line 12``,
-``<ipython-input-7-…>``, ``/tmp/ipykernel_1/2.py``) map to a cell of a ``.ipynb`` under the root; the
-line is then a line of that notebook read as one module (:mod:`tracefix.notebook`).
+debugger helpers) are recognised by :func:`tracefix.paths.is_library_path`.  Notebook frames
+(``Cell In[7], line 12``, ``<ipython-input-7-…>``, ``/tmp/ipykernel_1/2.py``) map to a cell of a
+``.ipynb`` under the root (:mod:`tracefix.cellframes`); the line is then a line of that notebook
+read as one module (:mod:`tracefix.notebook`).
 
 Standard library only; never imports torch.
 """
@@ -16,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .paths import is_library_path, is_notebook_path, split_log_path
 from .record import record, replace
 from .records import Frame
 
@@ -30,60 +32,6 @@ MAX_FILES = 50_000
 # only so far: such a link may also lead to a dataset of a million files.
 LINKED_ENTRIES, LINKED_DEPTH = 20_000, 8
 REANCHOR_WINDOW = 20
-
-# Paths that belong to a library, the interpreter or a debugger, never to the user's project.
-_LIBRARY_RX = re.compile(
-    r"""
-      [\\/](?:site|dist)-packages[\\/]
-    | (?:^|[\\/])lib(?:64)?[\\/](?:python|pypy)\d+(?:\.\d+)?t?[\\/]   # POSIX/conda/venv stdlib + packages
-    | (?:^|[\\/])usr[\\/]lib[\\/]python\d
-    | ^<frozen\b | ^<string>$ | ^<__array_function__ | ^<decorator-gen | ^<makefun-gen
-    | [\\/]tracefix[\\/]hooks[\\/]\w+\.py$      # our own hooks (tracefix run), from a checkout too
-    | [\\/]AppData[\\/](?:.*[\\/])?Python[\\/]
-    | \\(?:Python\d*|anaconda\d*|miniconda\d*|[^\\/]*env[^\\/]*)\\(?-i:Lib)\\   # Windows stdlib
-    | [\\/]Python\.framework[\\/]
-    | pydevd | [\\/]_pydev | [\\/]pycharm[^\\/]*[\\/]helpers[\\/] | [\\/]helpers[\\/]pydev[\\/]
-    | [\\/]debugpy[\\/]
-    """,
-    re.VERBOSE | re.IGNORECASE,
-)
-# torch's own tree, wherever it lives (a source build, a vendored copy): torch/<one of its members>.
-_TORCH_RX = re.compile(
-    r"(?:^|[\\/])(?:torch|functorch|torchvision|torchaudio|torchtext)[\\/]"
-    r"(?:_[A-Za-z0-9_]+(?:\.py)?|autograd|nn|amp|cuda|optim|utils|distributed|fx|jit|backends|"
-    r"multiprocessing|onnx|testing|export|compiler|overrides\.py|functional\.py|__init__\.py|"
-    r"serialization\.py|storage\.py|hub\.py|library\.py|random\.py|return_types\.py|"
-    r"models|transforms|datasets|io|ops)(?:[\\/]|$)"
-)
-# Code the user typed into a notebook or an interpreter: no file of its own; a notebook cell is
-# mapped to the .ipynb under the root whose cell reads the logged code (tracefix.notebook).
-_NOTEBOOK_RX = re.compile(
-    r"^<ipython-input-|^Cell In\s*\[|^<stdin>$|^<console>|^<cell line|[\\/]ipykernel_\d+[\\/]|"
-    r"^<input>$|^<module>$",
-    re.IGNORECASE,
-)
-
-
-def is_library_path(path: str) -> bool:
-    """True for frames of installed packages, the standard library, torch's own files and debuggers."""
-    if not path:
-        return False
-    p = path.strip()
-    return bool(_LIBRARY_RX.search(p) or _TORCH_RX.search(p))
-
-
-def is_notebook_path(path: str) -> bool:
-    """True for user code that has no file on disk (notebook cells, ipykernel temp files, stdin)."""
-    return bool(_NOTEBOOK_RX.search(path.strip())) if path else False
-
-
-def split_log_path(path: str) -> Tuple[str, ...]:
-    """Split a POSIX or Windows path into components, dropping drives, '.', '..' and empties."""
-    p = path.strip().strip('"').strip("'")
-    p = re.sub(r"^[A-Za-z]:", "", p)            # drive letter
-    p = re.sub(r"^\\\\\?\\", "", p)              # \\?\ prefix
-    parts = [c for c in re.split(r"[\\/]+", p) if c and c not in (".", "..")]
-    return tuple(parts)
 
 
 def _norm_code(text: str) -> str:
@@ -453,7 +401,7 @@ def _map_notebook_frame(frame: Frame, index: FileIndex) -> Optional[MappedFrame]
 
     ``line`` is then the line of the notebook's virtual module (:mod:`tracefix.notebook`).
     """
-    from .notebook import find_cell
+    from .cellframes import find_cell
     found = find_cell(frame, index.notebooks())
     if found is None:
         return None

@@ -1,23 +1,19 @@
-"""Jupyter notebooks as Python modules: read, map traceback frames to cells, write cells back.
+"""Jupyter notebooks as Python modules: read one as a module, find a cell's line in the file, write
+cells back.
 
 A notebook is read as ONE virtual module: its code cells in order, each preceded by a marker
 comment line (``# %% tracefix cell 3``).  IPython-only lines (``%magic``, ``!shell``,
 ``x = !cmd``, ``obj?``, non-Python ``%%`` cells) become ``pass`` placeholders so that ``ast``
 parses the rest, and line counts stay as IPython numbers them.  The locator and the patcher then
-work on that text unchanged (cross-cell names, classes, imports); this module maps virtual
-lines to (cell, line in cell) and back.
-
-A frame of notebook code (``Cell In[7], line 12``, ``<ipython-input-7-…>``,
-``/tmp/ipykernel_1/2.py``) is matched to the notebook cell whose line reads the code the traceback
-shows; the execution count is only a tie-breaker.
+work on that text unchanged (cross-cell names, classes, imports); :class:`Virtual` maps virtual
+lines to (cell, line in cell).  Which cell a traceback frame ran in is :mod:`tracefix.cellframes`;
+a diagnosis's sites named by their cells, :mod:`tracefix.cellsites`.
 
 Standard library only (``json``): the CLI never imports nbformat or IPython.
 """
 from __future__ import annotations
 
 import ast
-import contextlib
-import contextvars
 import difflib
 import json
 import re
@@ -25,7 +21,7 @@ import stat
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tracefix.record import record, replace
+from tracefix.record import record
 
 MARK = "# %% tracefix cell "
 _MARK_RX = re.compile(r"^# %% tracefix cell (\d+)$")
@@ -36,7 +32,6 @@ MAX_BYTES = 20_000_000
 _PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "python", "python3"}
 _LINE_MAGIC_RX = re.compile(r"^\s*(?:[%!]|[\w.,\s\[\]]+=\s*[%!])")
 _HELP_RX = re.compile(r"^\s*[\w.]+\?\??\s*$|^\s*\?\??[\w.]+\s*$")
-_EXEC_COUNT_RX = re.compile(r"^(?:Cell|Input) In\s*\[\s*(\d+)\s*\]|^<ipython-input-(\d+)-")
 
 
 @record(frozen=True)
@@ -204,208 +199,7 @@ def read_text(path: Path) -> Tuple[Optional[str], Optional[str]]:
     return v.text, None
 
 
-def is_notebook(path) -> bool:
-    return str(path).lower().endswith(".ipynb")
-
-
-# --- frames -> cells --------------------------------------------------------------------------------
-def execution_count(frame_path: str) -> Optional[int]:
-    m = _EXEC_COUNT_RX.search((frame_path or "").strip())
-    if not m:
-        return None
-    return int(m.group(1) or m.group(2))
-
-
-def _norm(code: str) -> str:
-    return "".join(code.split())
-
-
-_PREFERRED: "contextvars.ContextVar[Tuple[str, ...]]" = contextvars.ContextVar("tracefix_notebooks", default=())
-
-
-@contextlib.contextmanager
-def preferring(frames: Sequence, notebooks: Sequence[Tuple[str, Path]]):
-    """While locating one traceback: prefer the notebooks that read ALL its notebook frames.
-
-    One frame alone (``loss.backward()`` at line 6) may match cells of several notebooks under the
-    root; the traceback's other cell frames tell them apart.
-    """
-    from tracefix.frames import is_library_path, is_notebook_path
-    cell_frames = [f for f in frames if f.path and is_notebook_path(f.path) and not is_library_path(f.path)]
-    score: Dict[str, int] = {}
-    for f in cell_frames:
-        for rel in {hit[1] for hit in _candidates(f, notebooks)}:
-            score[rel] = score.get(rel, 0) + 1
-    best = max(score.values(), default=0)
-    token = _PREFERRED.set(tuple(sorted(r for r, n in score.items() if n == best and best)))
-    try:
-        yield
-    finally:
-        _PREFERRED.reset(token)
-
-
-def _candidates(frame, notebooks: Sequence[Tuple[str, Path]]):
-    """(rank, rel, path, cell) of every cell that reads the frame's code at the frame's line."""
-    if not frame.code or frame.line <= 0:
-        return []
-    want = _norm(frame.code)
-    if not want:
-        return []
-    count = execution_count(frame.path)
-    found = []
-    for rel, path in notebooks:
-        v = read_virtual(path)
-        if v is None:
-            continue
-        for cell in v.cells:
-            if frame.line <= len(cell.raw) and _norm(cell.raw[frame.line - 1]) == want:
-                rank = 2
-                if count is not None and cell.execution_count == count:
-                    rank = 0
-                elif count is not None and cell.execution_count is None and cell.ordinal == count:
-                    rank = 1
-                found.append((rank, rel, path, cell))
-    return found
-
-
-def find_cell(frame, notebooks: Sequence[Tuple[str, Path]]) -> Optional[Tuple[str, Path, Cell, int, Tuple[str, ...]]]:
-    """(rel, path, cell, virtual line, other candidates) for a notebook frame, or None.
-
-    The cell must read, at the frame's line, the code the traceback shows.  Ties are broken by
-    the execution count (saved count first, then the position a fresh top-to-bottom run gives),
-    then by the later cell.
-    """
-    found = _candidates(frame, notebooks)
-    if not found:
-        return None
-    preferred = _PREFERRED.get()
-    # Without an execution count to go by, the later of two identical cells is the one that ran last
-    # (a kernel's history holds every re-run of a cell).
-    found.sort(key=lambda t: (bool(preferred) and t[1] not in preferred, t[0], t[1],
-                              -t[3].index if t[0] == 2 else t[3].index))
-    rank, rel, path, cell = found[0]
-    others = tuple(dict.fromkeys(f"{r}#cell{c.index + 1}" for k, r, _, c in found[1:] if k == rank and r != rel))
-    return rel, path, cell, cell.start + frame.line - 1, others
-
-
-# --- sites ------------------------------------------------------------------------------------------
-def annotate_site(site, root: Path):
-    """site with cell, execution_count and cell_line set when it lies in a notebook."""
-    if site is None or not is_notebook(site.path):
-        return site
-    path = Path(site.local_path) if site.local_path else Path(root) / site.path
-    v = read_virtual(path)
-    hit = v.at(site.line) if v is not None else None
-    if hit is None:
-        return site
-    cell, line = hit
-    return replace(site, cell=cell.index + 1, cell_line=line, execution_count=cell.execution_count,
-                   code=cell.raw[line - 1].strip() if line <= len(cell.raw) else site.code)
-
-
-_LINE_RX = re.compile(r"\bline (\d+)\b")
-
-
-def _cell_words(text: str, v: Virtual, rel: str, own: Optional[int]) -> str:
-    """'line 11' of the virtual module -> 'line 5' (same cell) or 'cell 2, line 5'."""
-    def sub(m: "re.Match[str]") -> str:
-        hit = v.at(int(m.group(1)))
-        if hit is None:
-            return m.group(0)
-        cell, line = hit
-        return f"line {line}" if own == cell.index + 1 else f"cell {cell.index + 1}, line {line}"
-    text = _LINE_RX.sub(sub, text)
-    return re.sub(re.escape(rel) + r":(\d+)\b",
-                  lambda m: f"{rel}, {_cell_words('line ' + m.group(1), v, rel, None)}", text)
-
-
-def annotate(diag, root: Path):
-    """A diagnosis whose notebook sites name their cell (a post-pass after locating)."""
-    fix_sites = []
-    for s in diag.fix_sites:
-        s = annotate_site(s, root)
-        v = read_virtual(Path(s.local_path)) if s.cell is not None and s.local_path else None
-        if v is not None:
-            s = replace(s, reason=_cell_words(s.reason, v, s.path, s.cell))
-        fix_sites.append(s)
-    diag = replace(diag, crash_site=annotate_site(diag.crash_site, root), fix_sites=tuple(fix_sites))
-    return annotate_evidence(annotate_notes(diag), root)
-
-
-def annotate_evidence(diag, root: Path):
-    """The witness's words name the cells its notebook sites map to, as the sites do:
-    ``add_ at 3330693015.py:9`` (the kernel's file of a cell) -> ``add_ at nb.ipynb, cell 3, line 9``."""
-    ev = diag.traceback.evidence
-    places = _evidence_places(ev, root) if ev is not None else {}
-    if not places:
-        return diag
-
-    def words(text: str) -> str:
-        for rx, place in places.items():
-            text = rx.sub(place, text)
-        return text
-    ev = replace(ev, summary=words(ev.summary))
-    return replace(diag, traceback=replace(diag.traceback, evidence=ev), notes=tuple(words(n) for n in diag.notes),
-                   fix_sites=tuple(replace(s, reason=words(s.reason)) for s in diag.fix_sites))
-
-
-def _evidence_places(ev, root: Path) -> Dict["re.Pattern[str]", str]:
-    """``name:line`` as the witness writes a notebook site (its file's base name) -> the cell's place."""
-    from tracefix.frames import get_index, is_notebook_path, map_frame
-    from tracefix.records import Frame
-
-    out: Dict["re.Pattern[str]", str] = {}
-    for es in ev.sites:
-        if not (es.path and es.code and is_notebook_path(es.path)):
-            continue
-        m = map_frame(Frame(path=es.path, line=es.line, func="", code=es.code), root, get_index(root))
-        v = read_virtual(m.local_path) if m is not None and is_notebook(m.rel_path) else None
-        hit = v.at(m.line) if v is not None else None
-        if hit is None:
-            continue
-        base = re.split(r"[\\/]", es.path.strip())[-1]
-        rx = re.compile(r"(?<![\w.-])" + re.escape(f"{base}:{es.line}") + r"(?!\d)")
-        out[rx] = f"{m.rel_path}, cell {hit[0].index + 1}, line {hit[1]}"
-    return out
-
-
-def annotate_notes(diag):
-    """Notes naming ``nb.ipynb:N`` (a virtual line) name the cell instead; safe to repeat."""
-    notes = list(diag.notes)
-    for s in [diag.crash_site] + list(diag.fix_sites):
-        if s is not None and is_notebook(s.path) and s.local_path:
-            v = read_virtual(Path(s.local_path))
-            if v is not None:
-                notes = [re.sub(re.escape(s.path) + r":(\d+)\b",
-                                lambda m: f"{s.path}, {_cell_words('line ' + m.group(1), v, s.path, None)}", n)
-                         for n in notes]
-    return replace(diag, notes=tuple(notes))
-
-
-def label(site) -> str:
-    """``nb.ipynb, cell 3 (In [7]), line 2`` for a notebook site, ``path:line`` otherwise."""
-    if getattr(site, "cell", None) is None:
-        return f"{site.path}:{site.line}"
-    count = f" (In [{site.execution_count}])" if site.execution_count is not None else ""
-    return f"{site.path}, cell {site.cell}{count}, line {site.cell_line}"
-
-
-def stale(diag, root: Path) -> Optional[str]:
-    """Why a notebook traceback no longer matches the notebooks under root, or None."""
-    from tracefix.frames import get_index, is_library_path, is_notebook_path, map_frame
-
-    frames = [f for f in diag.traceback.frames if f.path and not is_library_path(f.path)
-              and is_notebook_path(f.path) and f.code]
-    if not frames:
-        return None
-    index = get_index(root, fresh=True)
-    for f in frames:
-        if map_frame(f, root, index) is None:
-            return (f"no notebook cell under {root} reads {f.code!r} at line {f.line} as the traceback's "
-                    f"{f.path} showed (edited since the log was written?); nothing written")
-    return None
-
-
+# --- positions in the file --------------------------------------------------------------------
 def json_position(path: Path, cell_index: int, cell_line: int, col: int) -> Tuple[int, int]:
     """(line, 0-based column) in the .ipynb file's text of a cell's source line and column: the
     column counts the JSON string's indentation, opening quote and escapes (for editors)."""

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Sequence, Set, Tuple
 
-from tracefix.frames import is_notebook_path
 from tracefix.knowledge import Entry, find_entry
 from tracefix.matcher import BareMessage, match, normalize
+from tracefix.paths import is_notebook_path
 from tracefix.reader import read_tracebacks
 from tracefix.record import field, record, replace
 from tracefix.records import INSUFFICIENT, Diagnosis, FixSite, Traceback
@@ -113,13 +113,13 @@ def locate_all(report: Report, entries: Sequence[Entry], root: Path, search: Opt
             out.append(d)
         elif any(is_notebook_path(f.path) for f in d.traceback.frames):
             from tracefix.frames import get_index
-            from tracefix.notebook import preferring
+            from tracefix.cellframes import preferring
             with preferring(d.traceback.frames, get_index(root, fresh=True).notebooks()):
                 out.append(locate(d, entry, root, search))
         else:
             out.append(locate(d, entry, root, search))
     if any(_in_notebook(d) for d in out):
-        from tracefix.notebook import annotate
+        from tracefix.cellsites import annotate
         out = [annotate(d, root) if _in_notebook(d) else d for d in out]
     return replace(report, diagnoses=tuple(out))
 
@@ -174,7 +174,7 @@ def _propose_all(report: Report, root: Path) -> Report:
             notes += (f"no automatic patch: {explain_unpatchable(d.fix_sites[0])}",)
         d = replace(d, patches=patches, notes=notes, fix_sites=_recommended_first(d.fix_sites, patches))
         if _in_notebook(d):
-            from tracefix.notebook import annotate_notes
+            from tracefix.cellsites import annotate_notes
             d = annotate_notes(d)
         out.append(d)
     return replace(report, diagnoses=tuple(out))
@@ -211,7 +211,8 @@ def project_root(reports: Sequence[Report], start: Path) -> Tuple[Path, Optional
     ``tracefix undo`` finds ``.tracefix/``) when more of the frames map under that folder than
     under ``start`` (``cd models && tracefix ../crash.log``).  Returns (root, the marker found),
     the marker None when ``start`` stays."""
-    from tracefix.frames import frame_candidates, get_index, is_library_path
+    from tracefix.frames import frame_candidates, get_index
+    from tracefix.paths import is_library_path
 
     frames, seen = [], set()
     for r in reports:
@@ -342,7 +343,7 @@ def apply_recommended(report: Report, root: Path, pick: Optional[int] = None) ->
             continue
         stale = stale_crash_site(d)
         if not stale and any(p.lower().endswith(".ipynb") for p, _, _ in d.patches[index].files):
-            from tracefix.notebook import stale as stale_cells
+            from tracefix.cellsites import stale as stale_cells
             stale = stale_cells(d, root)
         if stale:
             problems.append(f"{d.entry_id}: {stale}")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
-from tracefix import __version__
 from tracefix.knowledge import Entry, find_entry
 from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Patch, Site
+from tracefix.version import __version__
 
 _UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -181,7 +181,7 @@ def _plain_site(label: str, site: Site, reason: str = "") -> List[str]:
 
 def missing_crash_site(d: Diagnosis) -> str:
     """Why there is no crash site, in words that say what the log showed."""
-    from tracefix.frames import is_library_path
+    from tracefix.paths import is_library_path
 
     frames = d.traceback.frames
     if not frames:

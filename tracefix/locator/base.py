@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from tracefix.families import of_locate, part
-from tracefix.frames import (FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, is_library_path,
-                             is_notebook_path, mismatch, same_named)
+from tracefix.frames import FileIndex, MappedFrame, _read_lines, _reanchor, frame_candidates, mismatch, same_named
 from tracefix.locator.evidence import apply_evidence
 from tracefix.locator.tracing import indent
+from tracefix.paths import is_library_path, is_notebook_path
 from tracefix.pysource import Project, SourceFile
 from tracefix.record import replace
 from tracefix.records import Diagnosis, FixSite, Site

@@ -1,0 +1,64 @@
+"""What the command line's names and options stand for, on both of its paths (tracefix.cli's own
+parser and the click commands): the command names, --format, colour, --root and --knowledge."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from tracefix.exits import Fail, err
+
+FORMATS = ("rich", "plain", "json", "quickfix")
+COMMANDS = ("diagnose", "list", "explain", "undo", "run", "hook")
+
+
+def load_knowledge(knowledge_dirs: Sequence[str], examples: bool = False):
+    """The entries, with the --knowledge folders; a broken entry is a :class:`Fail`."""
+    from tracefix.knowledge import KnowledgeError, load_entries
+
+    try:
+        return load_entries([Path(k) for k in knowledge_dirs], examples=examples,
+                            on_replace=lambda i, path: err(f"tracefix: {path} replaces the entry '{i}'"))
+    except KnowledgeError as exc:
+        raise Fail(str(exc)) from None
+
+
+def pick_format(fmt: Optional[str]) -> str:
+    """--format, or rich on a terminal (or FORCE_COLOR), plain otherwise."""
+    if fmt:
+        return fmt
+    if os.environ.get("FORCE_COLOR") or sys.stdout.isatty():
+        return "rich"
+    return "plain"
+
+
+def color() -> Optional[bool]:
+    """NO_COLOR / FORCE_COLOR, or None: the terminal decides."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return None
+
+
+def root_dir(root: Optional[str]) -> Path:
+    """--root (default: the current directory), resolved; not a directory is a :class:`Fail`."""
+    path = Path(root or ".")
+    if not path.is_dir():
+        raise Fail(f"--root {root}: not a directory")
+    return path.resolve()
+
+
+def command_hint(name: str, path: Path) -> str:
+    """For a log that is not there but reads like a command (a word: no folder, no suffix): which
+    one was meant.  Only on this error path, so difflib costs the normal start-up nothing."""
+    if path.exists() or any(sep and sep in name for sep in ("/", os.sep, os.altsep)) or "." in name:
+        return ""
+    if name in COMMANDS:
+        return f" (the {name} command comes first: tracefix {name} [OPTIONS] ...)"
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, COMMANDS, n=1)
+    guess = f"did you mean '{close[0]}'? " if close else ""
+    return f" (not a file; {guess}commands are: {', '.join(COMMANDS)})"
