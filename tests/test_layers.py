@@ -16,17 +16,18 @@ PKG = Path(__file__).resolve().parent.parent / "tracefix"
 
 # Lowest first.  A module may import modules of its own layer or of a lower one.
 LAYERS = (
-    ("records", ("tracefix.record", "tracefix.records", "tracefix.version", "tracefix.scan", "tracefix.hooks",
+    ("records", ("tracefix.record", "tracefix.records", "tracefix.version", "tracefix.vocab", "tracefix.scan", "tracefix.hooks",
                  "tracefix.families", "tracefix.families.api", "tracefix.families.*.family", "tracefix.families.*")),
     ("read", ("tracefix.reader",)),
     ("knowledge", ("tracefix.knowledge",)),
     ("match", ("tracefix.matcher",)),
-    ("source", ("tracefix.paths", "tracefix.frames", "tracefix.pysource", "tracefix.notebook", "tracefix.cells")),
+    ("source", ("tracefix.paths", "tracefix.frames", "tracefix.pysource", "tracefix.notebook", "tracefix.cellframes",
+                "tracefix.cellsites")),
     ("locate", ("tracefix.locator", "tracefix.locator.*", "tracefix.families.*.locate", "tracefix.families.*.evidence")),
     ("patch", ("tracefix.patcher", "tracefix.patcher.*", "tracefix.families.*.fix", "tracefix.families.*.unpatchable")),
     ("render", ("tracefix.render",)),
     ("run", ("tracefix.pipeline", "tracefix.runner", "tracefix.jupyter")),
-    ("commands", ("tracefix.cliutil", "tracefix.options", "tracefix.exits", "tracefix.commands")),
+    ("commands", ("tracefix.exits", "tracefix.options", "tracefix.diagnose", "tracefix.commands")),
     ("entry", ("tracefix.cli", "tracefix.__main__", "tracefix")),
 )
 CHILD = ("tracefix.hooks.sitecustomize", "tracefix.hooks.tracefix_witness")   # run in the user's process
@@ -179,3 +180,20 @@ def test_a_familys_parts_are_what_it_declares(fam):
     assert registered <= set(fam.fix_kinds), sorted(registered - set(fam.fix_kinds))
     for cause, prefixes in fam.rival_causes.items():
         assert any(k.startswith(prefixes) for k in fam.fix_kinds), (fam.name, cause)
+
+
+# a name each shared vocabulary holds, and only it: a set literal elsewhere that names one is a copy
+VOCAB_MARKERS = {"AdamW": "OPTIMIZER_CLASSES", "expand_as": "VIEW_METHODS", "zeros_like": "TENSOR_FACTORIES",
+                 "retain_grad_": "NOT_INPLACE_METHODS"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n not in ("tracefix.vocab",) + CHILD))
+def test_shared_vocabulary_has_one_home(name):
+    """optimizer classes, view methods, tensor factories, not-in-place methods: tracefix.vocab only
+    (the witness, which runs in the user's process, keeps autograd node names of its own)."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+            words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+            for marker, home in VOCAB_MARKERS.items():
+                assert marker not in words, f"{name}:{node.lineno} spells out {home}; import it from tracefix.vocab"

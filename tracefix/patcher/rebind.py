@@ -13,17 +13,12 @@ from typing import AbstractSet, Callable, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from tracefix.patcher.cstedit import Source, dotted, keyword, positional
+from tracefix.vocab import VIEW_ATTRS, VIEW_METHODS
 
 # the files to look in for a function's callers and hook registrations: (path, parsed) pairs, made
 # only when asked (a fixer's own file first)
 Sources = Callable[[], Iterable[Tuple[str, Source]]]
 
-# methods and attributes returning a view of (or the same memory as) their receiver
-VIEW_METHODS = {"view", "view_as", "narrow", "select", "transpose", "t", "permute", "expand", "expand_as",
-                "unsqueeze", "squeeze", "unflatten", "flatten", "reshape", "unfold", "diagonal", "chunk", "split",
-                "unbind", "movedim", "moveaxis", "swapaxes", "swapdims", "as_strided", "detach", "view_as_real",
-                "tensor_split", "hsplit", "vsplit"}
-VIEW_ATTRS = {"T", "mT", "H", "mH", "data", "real", "imag"}
 # iterating these yields the model's own parameters, buffers or modules: a rebound loop variable
 # leaves them unchanged
 _MODEL_ITERS = {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",

@@ -17,6 +17,7 @@ from typing import List, Optional, Set, Tuple
 from tracefix.locator.base import FIXED_SINCE
 from tracefix.locator.tracing import (Origin, ValueTracer, is_param, is_true, param_default, returns, src,
                                      unwrap_chain, walk_stmt)
+from tracefix import vocab
 from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
 from tracefix.record import replace
 
@@ -32,9 +33,8 @@ MODEL_NAME_RX = re.compile(
     r"llama|clip|resnet|vit|mlp|lm$|^lm|llm|ema|peft", re.I)
 MODEL_USE_ATTRS = {"parameters", "named_parameters", "state_dict", "load_state_dict", "train",
                    "eval", "modules", "named_modules", "children", "zero_grad", "buffers"}
-TENSOR_FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "tensor", "as_tensor",
-                    "from_numpy", "arange", "linspace", "randint", "randn_like", "zeros_like",
-                    "ones_like", "rand_like", "stack", "cat", "load"}
+# what makes a tensor here: the factories, and values whose dtype comes from their inputs or a file
+TENSOR_FACTORIES = vocab.TENSOR_FACTORIES | {"stack", "cat", "load"}
 FROM_PRETRAINED = {"from_pretrained", "from_config", "from_single_file", "pipeline"}
 
 

@@ -14,6 +14,7 @@ from tracefix.patcher.cstedit import Source, add_arg, dotted, expr, keyword, kwa
 from tracefix.patcher.rebind import (Sources, dropped_write_risk, hook_of, in_loop, names_read as _names, read_after,
                                      reads_name, rebind_risk, view_risk, view_root)
 from tracefix.records import FixSite
+from tracefix.vocab import NOT_INPLACE_METHODS, OPTIMIZER_CLASSES, VIEW_ATTRS, VIEW_METHODS
 
 _AUG_TO_BIN = {
     cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
@@ -27,15 +28,12 @@ _PRECEDENCE = {cst.BitOr: 1, cst.BitXor: 2, cst.BitAnd: 3, cst.LeftShift: 4, cst
                cst.FloorDivide: 6, cst.Modulo: 6, cst.Power: 8}
 ASSIGNABLE = (cst.Name, cst.Attribute, cst.Subscript)
 _INPLACE_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]_$")
-NOT_TENSOR_INPLACE = {"requires_grad_", "share_memory_", "retain_grad_"}
 # in-place Tensor methods without an out-of-place twin (``name[:-1]`` is no method; torch 2.13's dir(torch.Tensor))
 NO_OUT_OF_PLACE = {"apply_", "cauchy_", "copy_", "exponential_", "fill_", "fill_diagonal_", "geometric_",
                    "log_normal_", "map2_", "map_", "normal_", "random_", "resize_as_sparse_", "set_",
                    "share_memory_", "sparse_resize_", "sparse_resize_and_clear_", "uniform_", "zero_",
                    "resize_", "resize_as_", "detach_"}
-VIEWS = {"view", "view_as", "reshape", "transpose", "t", "permute", "narrow", "select", "unsqueeze",
-         "squeeze", "expand", "expand_as", "flatten", "unflatten", "split", "chunk", "unbind",
-         "diagonal", "as_strided", "detach", "T", "mT", "movedim", "swapaxes", "unfold"}
+VIEWS = VIEW_METHODS | VIEW_ATTRS
 
 
 def _needs_parens(value: cst.BaseExpression, op: type) -> bool:
@@ -86,7 +84,7 @@ def _label(risk: str) -> str:
 
 def _inplace_call(n: cst.CSTNode) -> bool:
     return (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-            and bool(_INPLACE_METHOD.match(n.func.attr.value)) and n.func.attr.value not in NOT_TENSOR_INPLACE)
+            and bool(_INPLACE_METHOD.match(n.func.attr.value)) and n.func.attr.value not in NOT_INPLACE_METHODS)
 
 
 def _out_of_place(src: Source, call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -498,8 +496,6 @@ def inplace_out(ctx: Context, site: FixSite) -> List[Option]:
 
 
 # -- optimizer.step() between two backward passes -------------------------------------------------
-OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD", "NAdam",
-              "RAdam", "SparseAdam", "Adafactor", "Muon", "LBFGS"}
 _PARAM_VIEWS = {"parameters", "named_parameters", "modules", "children", "buffers", "state_dict"}
 _BUILTINS = set(dir(builtins))
 
@@ -508,7 +504,7 @@ def _is_optimizer(call: cst.CSTNode) -> bool:
     if not isinstance(call, cst.Call):
         return False
     parts = dotted(call.func).split(".")
-    return parts[-1] in OPTIMIZERS or any(p in ("optim", "optimizer", "optimizers") for p in parts[:-1])
+    return parts[-1] in OPTIMIZER_CLASSES or any(p in ("optim", "optimizer", "optimizers") for p in parts[:-1])
 
 
 def _mentions(node: cst.CSTNode, names: Set[str], dotted_names: Set[str]) -> bool:

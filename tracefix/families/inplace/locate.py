@@ -19,21 +19,19 @@ import ast
 import re
 from typing import Dict, List, Optional, Set, Tuple
 
+from tracefix import vocab
 from tracefix.locator.ops import BINOP_FAMILY, KNOWN_FAMILIES, op_family
 from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, argument_for, bound_names, classify_backward,
                                       is_true, method, param_names, returns, src, unwrap_call, unwrap_chain,
                                       walk_stmt)
 from tracefix.pysource import SourceFile, base_name, const_str, dotted, keyword, last_name, own_nodes
 from tracefix.record import replace
+from tracefix.vocab import NOT_INPLACE_METHODS, OPTIMIZER_CLASSES, TENSOR_FACTORIES
 
 STEP_SKIP_RX = re.compile(r"sched|lr_?|warmup|trainer|env|progress|pbar|bar", re.I)
 STEP_OPT_RX = re.compile(r"opt|sgd|adam|solver|scaler", re.I)
-NON_INPLACE_METHODS = {"requires_grad_", "share_memory_", "retain_grad_", "record_stream_",
-                       "pin_memory_", "apply_"}
-VIEW_METHODS = {"view", "view_as", "reshape", "transpose", "t", "T", "permute", "expand",
-                "expand_as", "narrow", "select", "unsqueeze", "squeeze", "flatten", "unflatten",
-                "chunk", "split", "unbind", "diagonal", "as_strided", "movedim", "mT", "data",
-                "detach", "contiguous", "swapaxes", "unfold", "real", "imag"}
+# what aliases its receiver (contiguous() too, when it already is)
+VIEW_METHODS = vocab.VIEW_METHODS | vocab.VIEW_ATTRS | {"contiguous"}
 
 
 def run(ctx) -> None:
@@ -506,14 +504,14 @@ class _Inplace(Tracer):
                     func = node.func
                     name = last_name(func)
                     if isinstance(func, ast.Attribute) and name.endswith("_") and not name.startswith("_") \
-                            and name not in NON_INPLACE_METHODS:
+                            and name not in NOT_INPLACE_METHODS:
                         b = base_name(func.value)
                         if b in tracked and _is_view_chain(func.value):
                             report(tracked[b], node.lineno, node.col_offset, "inplace-method", b,
                                    op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(...)",
                                    used_before=used_before(b, st, node))
                             continue
-                    if name.endswith("_") and not name.startswith("_") and name not in NON_INPLACE_METHODS \
+                    if name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE_METHODS \
                             and node.args:
                         b = base_name(node.args[0])
                         if b in tracked and _is_view_chain(node.args[0]) and not (
@@ -868,7 +866,7 @@ class _Inplace(Tracer):
                 continue
             for n in ast.walk(loop):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_") \
-                        and not n.func.attr.startswith("_") and n.func.attr not in NON_INPLACE_METHODS \
+                        and not n.func.attr.startswith("_") and n.func.attr not in NOT_INPLACE_METHODS \
                         and n.func.attr != "zero_" and base_name(n.func.value) in names \
                         and not _reads_grad_attr(n.func.value):
                     return f"{src(sf, n)} ({sf.rel}:{n.lineno})"
@@ -1057,10 +1055,6 @@ def _module_like(func: ast.AST) -> bool:
                                           and func.value.id == "self")
 
 
-OPTIMIZER_CLASSES = {"SGD", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSprop", "Rprop", "ASGD", "NAdam",
-                     "RAdam", "SparseAdam", "LBFGS", "Adafactor"}
-TENSOR_FACTORIES = {"empty", "zeros", "ones", "full", "randn", "rand", "tensor", "empty_like", "zeros_like",
-                    "ones_like", "full_like", "arange", "linspace", "eye"}
 
 
 def _reads_grad_attr(node: ast.AST) -> bool:
@@ -1106,7 +1100,7 @@ def _buffer_write(n: ast.AST, buffers: Set[str]) -> Optional[Tuple[str, int, str
             return "inplace-out", out.col_offset, _self_attr(out.value)
         func = n.func
         if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.startswith("_") \
-                and func.attr not in NON_INPLACE_METHODS and _self_attr(func.value) in buffers \
+                and func.attr not in NOT_INPLACE_METHODS and _self_attr(func.value) in buffers \
                 and _is_view_chain_attr(func.value):
             return "inplace-method", n.col_offset, _self_attr(func.value)
     elif isinstance(n, ast.AugAssign) and _self_attr(n.target) in buffers:
