@@ -5,6 +5,7 @@ still a dependency).  Arrows point down the pipeline (read -> match -> locate ->
 families never import each other, and shared code reaches a family only through the registry.
 """
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,9 @@ LAYERS = (
     ("commands", ("tracefix.exits", "tracefix.options", "tracefix.diagnose", "tracefix.commands")),
     ("entry", ("tracefix.cli", "tracefix.__main__", "tracefix")),
 )
-CHILD = ("tracefix.hooks.sitecustomize", "tracefix.hooks.tracefix_witness")   # run in the user's process
+# run in the user's process: the witness core and each family's recorder, which it loads by path
+CHILD = ("tracefix.hooks.sitecustomize", "tracefix.hooks.tracefix_witness") + tuple(
+    f"tracefix.families.{name}.witness" for name in FAMILIES if (PKG / "families" / name / "witness.py").is_file())
 
 
 def _modules():
@@ -107,8 +110,12 @@ def test_imports_point_down_the_pipeline(name):
 
 
 def test_the_child_process_never_imports_tracefix():
+    assert len(CHILD) > 2
     for name in CHILD:
         assert _imports(name) == set(), name
+        text = MODULES[name].read_text(encoding="utf-8")
+        # tracefix_witness is the child's own module, a sibling file; the package is what must not load
+        assert not re.search(r"^\s*(import|from)\s+tracefix\b(?!_)", text, re.M), name
 
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("tracefix.")))

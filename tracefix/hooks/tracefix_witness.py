@@ -16,17 +16,18 @@ While armed it records, for the main thread only:
   with its op, shape, dtype, versions, the autograd node that produced the tensor, the user
   frames, the module whose forward was running and the optimizer step running, if any;
 * where each module was built (``Module.__init__``) and its name in its parent;
-* the value that failed a ``backward()``/``autograd.grad()`` for not being a scalar, and the
-  calls that created it (creator records: op, shape, user line);
-* casts of trainable parameters to float16/bfloat16 (``Module.half/bfloat16/to/type``,
-  ``torch.set_default_dtype``, parameters registered in half precision).
+* the calls that created tensors (creator records: op, shape, user line);
+* and what each error family's recorder (``tracefix/families/<name>/witness.py``, loaded by path)
+  keeps: the value that failed a ``backward()`` for not being a scalar, casts of trainable
+  parameters to float16/bfloat16 (``Module.half/bfloat16/to/type``, ``torch.set_default_dtype``,
+  parameters registered in half precision).
 
 It never uses ``saved_tensors_hooks`` (they switch off autograd's version check), keeps no
 tensor alive (ids, metadata and weak references only), and disarms itself (all hooks and
 patches removed) after ``DISARM_STEPS`` successful optimizer steps or ``DISARM_BACKWARDS``
 successful backward passes, when ``torch.compile`` is called, or on any internal error.
-At the crash ``evidence_block(exc)`` picks the record that explains the message and returns
-two lines::
+At the crash ``evidence_block(exc)`` asks the family whose ``MESSAGES`` the error's message
+has to explain it from the records, and returns two lines::
 
     tracefix-witness: <one sentence>
     tracefix-witness-data: {"v": 1, "kind": ..., "sites": [...], ...}
@@ -229,7 +230,48 @@ def _code(path, line):
 
 
 # --- the recorder -----------------------------------------------------------------------------
-_state = {"installed": False, "rec": None, "hooks": None, "printed": set(), "atexit": False}
+_state = {"installed": False, "rec": None, "hooks": None, "printed": set(), "atexit": False, "families": None}
+
+
+# --- the families' recorders -------------------------------------------------------------------
+def _families():
+    """Each registered family's ``witness.py`` (``tracefix/families/<name>/``), loaded by path.
+
+    The family names are read from the registry's ``FAMILIES`` line with ``ast``: importing
+    tracefix here is not allowed.  A family's module may define ``MESSAGES`` and
+    ``explain(rec, msg, exc_frames)`` (the evidence for an error of its own), ``reset(rec)`` (its
+    state on the recorder), ``arm(rec)`` (its patches, undone with the core's) and
+    ``on_backward_error(rec, exc, func, args, kwargs)``."""
+    if _state["families"] is not None:
+        return _state["families"]
+    import ast
+    import importlib.util
+
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "families")
+    names = ()
+    try:
+        with open(os.path.join(folder, "__init__.py"), encoding="utf-8") as f:
+            for node in ast.parse(f.read()).body:
+                if (isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FAMILIES" for t in node.targets)):
+                    names = ast.literal_eval(node.value)
+    except Exception:
+        names = ()
+    me = sys.modules.get(__name__)
+    loaded = []
+    for name in names:
+        path = os.path.join(folder, name, "witness.py")
+        if not os.path.isfile(path):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("tracefix_witness_%s" % name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            module.core = me
+            loaded.append(module)
+        except Exception:   # a broken family's recorder: the others still work
+            continue
+    _state["families"] = loaded
+    return loaded
 
 
 class _Recorder:
@@ -243,17 +285,16 @@ class _Recorder:
         self.undo = []
         self.writes = []           # dicts, oldest first (bounded)
         self.creators = {}         # id(tensor) -> (weakref, record)
-        self.casts = []
-        self.nonscalar = None      # the failing backward's record
         self.modules = {}          # id(module) -> [weakref, construct frames, parent id, name]
         self.stack = []            # modules whose forward is running
         self.step = None           # the optimizer step running: {"frames", "opt"}
         self.steps = 0
         self.backwards = 0
         self.seq = 0
-        self.cast_depth = 0
         self.kinds = {}            # func -> kind cache
         self.backward_fns = ()
+        self.families = _families()
+        self._each("reset")
 
     # -- arming --------------------------------------------------------------------------------
     def arm(self):
@@ -263,8 +304,9 @@ class _Recorder:
             self._arm_mode()
         except Exception:
             pass
-        for setup in (self._arm_modules, self._arm_optimizer, self._arm_casts, self._arm_compile,
-                      self._arm_workers):
+        setups = [self._arm_modules, self._arm_optimizer]
+        setups += [(lambda fam=fam: fam.arm(self)) for fam in self.families if hasattr(fam, "arm")]
+        for setup in setups + [self._arm_compile, self._arm_workers]:
             try:
                 setup()
             except Exception:  # an API this torch lacks: do less
@@ -280,8 +322,19 @@ class _Recorder:
                 fn()
             except Exception:
                 pass
-        self.writes, self.creators, self.casts, self.stack = [], {}, [], []
-        self.nonscalar, self.step = None, None
+        self.writes, self.creators, self.stack = [], {}, []
+        self.step = None
+        self._each("reset")
+
+    def _each(self, hook, *args):
+        """Call every family's ``hook(rec, *args)`` that it has; a family's error stays its own."""
+        for fam in self.families:
+            fn = getattr(fam, hook, None)
+            if fn is not None:
+                try:
+                    fn(self, *args)
+                except Exception:
+                    pass
 
     def _patch(self, owner, name, make):
         import functools
@@ -429,11 +482,7 @@ class _Recorder:
         try:
             out = func(*args, **kwargs)
         except RuntimeError as exc:
-            try:
-                if "only for scalar outputs" in str(exc):
-                    self._nonscalar(func, args, kwargs)
-            except Exception:
-                pass
+            self._each("on_backward_error", exc, func, args, kwargs)
             raise
         if getattr(func, "__name__", "") == "backward":
             self.backwards += 1
@@ -444,40 +493,6 @@ class _Recorder:
                 self.pending = True
         return out
 
-    def _nonscalar(self, func, args, kwargs):
-        Tensor = self.Tensor
-        cand = []
-        first = args[0] if args else kwargs.get("outputs", kwargs.get("tensors"))
-        for t in (first if isinstance(first, (list, tuple)) else (first,)):
-            if isinstance(t, Tensor) and t.numel() != 1 and t.requires_grad:
-                cand.append(t)
-        if not cand:
-            return
-        t = cand[0]
-        chain = []
-        seen = set()
-        cur = t
-        key = id(cur)
-        while key is not None and key not in seen and len(chain) < 6:
-            seen.add(key)
-            entry = self.creators.get(key)
-            if entry is None or (len(chain) == 0 and entry[0]() is not cur) or entry[0]() is None:
-                break          # (a dead tensor's id may have been reused: stop there)
-            rec = entry[1]
-            chain.append(rec)
-            key = rec["inputs"][0] if rec["inputs"] else None
-        nodes = []
-        try:
-            fn = t.grad_fn
-            while fn is not None and len(nodes) < 6:
-                nodes.append(fn.name())
-                nxt = [n for n, _ in fn.next_functions if n is not None]
-                fn = nxt[0] if nxt else None
-        except Exception:
-            pass
-        self.nonscalar = {"op": getattr(func, "__name__", ""), "shape": list(t.shape),
-                          "dtype": str(t.dtype).replace("torch.", ""), "chain": chain, "nodes": nodes,
-                          "frames": _user_frames(4)}
 
     # -- modules -------------------------------------------------------------------------------
     def _arm_modules(self):
@@ -606,164 +621,6 @@ class _Recorder:
         self.undo.append(om.register_optimizer_step_post_hook(post).remove)
 
     # -- casts ---------------------------------------------------------------------------------
-    def _half(self, dtype):
-        torch = self.torch
-        return dtype in (torch.float16, torch.bfloat16)
-
-    def _arm_casts(self):
-        torch = self.torch
-        M = torch.nn.Module
-        rec = self
-
-        def trainable_half(module):
-            try:
-                return {n for n, p in module.named_parameters() if p.requires_grad and rec._half(p.dtype)}
-            except Exception:
-                return set()
-
-        def wants_half(method, args, kwargs):
-            if method in ("half", "bfloat16"):
-                return True
-            for v in list(args) + list(kwargs.values()):
-                if isinstance(v, torch.dtype) and rec._half(v):
-                    return True
-                if isinstance(v, str) and ("Half" in v or "BFloat16" in v):
-                    return True
-            return False
-
-        def record(module, method, names, args, kwargs, again):
-            dtype = ""
-            for n, p in module.named_parameters():
-                if n == names[0]:
-                    dtype = str(p.dtype).replace("torch.", "")
-            rec.casts.append({"how": "%s.%s()" % (type(module).__name__, method), "method": method,
-                              "dtype": dtype, "params": names[:8], "count": len(names),
-                              "frames": _user_frames(3), "args": _short_args(args, kwargs),
-                              "module": type(module).__name__, "again": again})
-
-        def make(method):
-            def wrap(original):
-                def cast(module, *args, **kwargs):
-                    if not rec.active or rec.cast_depth or threading.get_ident() != rec.thread:
-                        return original(module, *args, **kwargs)
-                    before = trainable_half(module)
-                    rec.cast_depth += 1
-                    try:
-                        out = original(module, *args, **kwargs)
-                    finally:
-                        rec.cast_depth -= 1
-                    try:
-                        after = trainable_half(module)
-                        new = sorted(after - before)
-                        kept = sorted(after & before)
-                        if new:
-                            record(module, method, new, args, kwargs, again=False)
-                        elif kept and wants_half(method, args, kwargs):
-                            # a cast to half of what already is: invisible in the dtypes, yet it
-                            # alone would keep them half once the first cast is gone
-                            record(module, method, kept, args, kwargs, again=True)
-                    except Exception:
-                        pass
-                    return out
-                cast.__wrapped__ = original
-                return cast
-            return wrap
-
-        for method in ("half", "bfloat16", "to", "type"):
-            if method in M.__dict__:
-                self._patch(M, method, make(method))
-
-        def make_default(original):
-            def set_default_dtype(d):
-                out = original(d)
-                try:
-                    if rec.active and rec._half(d):
-                        rec.casts.append({"how": "torch.set_default_dtype(%s)" % d, "method": "set_default_dtype",
-                                          "dtype": str(d).replace("torch.", ""), "params": [], "count": 0,
-                                          "frames": _user_frames(2), "args": str(d), "module": ""})
-                except Exception:
-                    pass
-                return out
-            set_default_dtype.__wrapped__ = original
-            return set_default_dtype
-
-        self._patch(torch, "set_default_dtype", make_default)
-        self._arm_data_setter()
-
-        import importlib
-
-        reg = getattr(importlib.import_module("torch.nn.modules.module"),
-                      "register_module_parameter_registration_hook", None)
-
-        def param_registered(module, name, param):
-            try:
-                if (rec.active and param is not None and param.requires_grad and rec._half(param.dtype)
-                        and threading.get_ident() == rec.thread):
-                    if torch.get_default_dtype() == param.dtype:
-                        # built under a half default dtype: that set_default_dtype call decided it
-                        last = [c for c in rec.casts if c["method"] == "set_default_dtype"]
-                        if last:
-                            c = last[-1]
-                            c["count"] += 1
-                            if len(c["params"]) < 8:
-                                c["params"].append("%s.%s" % (type(module).__name__, name))
-                            rec.casts.remove(c)
-                            rec.casts.append(c)
-                            return None
-                    frames = _user_frames(2)
-                    rec.casts.append({"how": "parameter %r of %s built as %s" % (
-                        name, type(module).__name__, str(param.dtype).replace("torch.", "")),
-                        "method": "parameter", "dtype": str(param.dtype).replace("torch.", ""),
-                        "params": [name], "count": 1, "frames": frames, "args": "",
-                        "module": type(module).__name__})
-            except Exception:
-                pass
-            return None
-
-        if reg is not None:
-            self.undo.append(reg(param_registered).remove)
-
-    def _arm_data_setter(self):
-        """``param.data = param.data.to(torch.float16)``: a cast no Module method sees. ``Tensor.data``
-        is a C descriptor on TensorBase; a property on torch.Tensor in front of it records a trainable
-        parameter's change to half, then defers to it (reads go straight through)."""
-        torch = self.torch
-        T, rec = torch.Tensor, self
-        base = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase", None)
-        desc = base.__dict__.get("data") if base is not None else None
-        if "data" in T.__dict__ or desc is None or not hasattr(desc, "__set__"):
-            return
-
-        def get(t):
-            return desc.__get__(t, type(t))
-
-        def set_(t, value):
-            # a Parameter's __torch_function__ re-enters through T.data.__set__: count the first only
-            if rec.cast_depth:
-                return desc.__set__(t, value)
-            try:
-                if (rec.active and threading.get_ident() == rec.thread and isinstance(t, torch.nn.Parameter)
-                        and t.requires_grad and isinstance(value, T) and rec._half(value.dtype)
-                        and not rec._half(t.dtype)):
-                    frames = _user_frames(2)
-                    dtype = str(value.dtype).replace("torch.", "")
-                    last = rec.casts[-1] if rec.casts else None
-                    if last and last["method"] == "data" and last["frames"][:1] == frames[:1] and last["dtype"] == dtype:
-                        last["count"] += 1          # the same line in a loop over parameters
-                    else:
-                        rec.casts.append({"how": "param.data = <%s tensor>" % dtype, "method": "data",
-                                          "dtype": dtype, "params": [], "count": 1, "frames": frames,
-                                          "args": "", "module": ""})
-            except Exception:
-                pass
-            rec.cast_depth += 1
-            try:
-                desc.__set__(t, value)
-            finally:
-                rec.cast_depth -= 1
-
-        T.data = property(get, set_, doc=desc.__doc__)
-        self.undo.append(lambda: delattr(T, "data"))
 
     def _arm_workers(self):
         """DataLoader worker processes (forked with the witness armed, or spawned and armed by
@@ -830,256 +687,6 @@ def _where(frame):
     return "%s:%d" % (_base(frame[0]), frame[1])
 
 
-def _parse_inplace(msg):
-    import re
-
-    out = {}
-    m = re.search(r"\[torch\.(?:cuda\.)?(\w+)Tensor \[([\d, ]*)\]\]", msg)
-    if m:
-        out["dtype"] = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
-                        "Long": "int64", "Int": "int32", "Bool": "bool"}.get(m.group(1), m.group(1).lower())
-        out["shape"] = [int(x) for x in m.group(2).replace(" ", "").split(",") if x]
-    m = re.search(r"output (\d+) of (\w+)", msg)
-    if m:
-        out["output"] = int(m.group(1))
-        out["node"] = m.group(2)
-    m = re.search(r"is at version (\d+); expected version (\d+)", msg)
-    if m:
-        out["now"], out["expected"] = int(m.group(1)), int(m.group(2))
-    return out
-
-
-def _node_op(node):
-    import re
-
-    return re.sub(r"Backward\d*$", "", node or "").lower()
-
-
-def _var_name(code, op):
-    """The written variable as the user's line names it: ``h.mul_(..)``, ``h += ..``, ``h[i] = ..``."""
-    import re
-
-    if not code:
-        return ""
-    for rx in (r"([A-Za-z_][\w.]*)\s*\.\s*%s\s*\(" % re.escape(op) if op.endswith("_") else None,
-               r"^([A-Za-z_][\w.]*)\s*(?:\+|-|\*|/|//|%|\*\*|@|&|\||\^|<<|>>)=",
-               r"^([A-Za-z_][\w.]*)\s*\[.*\]\s*=[^=]"):
-        if rx:
-            m = re.search(rx, code)
-            if m:
-                return m.group(1)
-    return ""
-
-
-_VIEW_OPS = {"asstrided", "t", "transpose", "permute", "view", "expand", "unsqueeze", "squeeze", "select",
-             "slice", "unsafeview", "reshapealias"}
-
-
-def _explain_inplace(rec, msg, exc_frames):
-    want = _parse_inplace(msg)
-    best, best_score = None, 0
-    for w in rec.writes:
-        score = 0
-        if "expected" in want:
-            if w["v0"] == want["expected"]:
-                score += 4
-            elif want["expected"] <= w["v0"] < want.get("now", w["v0"] + 1):
-                score += 1
-            else:
-                continue
-        if want.get("shape") is not None:
-            if w["shape"] == want["shape"]:
-                score += 3
-            elif sorted(w["shape"]) == sorted(want["shape"]):
-                score += 2     # autograd saved a transposed view (a Linear weight is saved as weight.t())
-            else:
-                score -= 2
-        if want.get("dtype") and w["dtype"] == want["dtype"]:
-            score += 1
-        if want.get("node"):
-            if _node_op(w["prev"]) == _node_op(want["node"]):
-                score += 3
-            elif w["prev"]:
-                score -= 1
-            if w["param"] and _node_op(want["node"]) in _VIEW_OPS:
-                score += 2     # a view autograd saved of a weight; an optimizer's state of that shape is not one
-        elif w["leaf"] and (w["param"] or w["requires_grad"]):
-            score += 1
-        if score > 0 and score >= best_score:   # ties: the latest write
-            best, best_score = w, score
-    if best is None:
-        return None
-    w = best
-    frames = w["frames"]
-    mod = rec.describe_module(w["module"]() if w["module"] is not None else None)
-    sites = []
-    data = {"tensor": {"shape": w["shape"], "dtype": w["dtype"], "version": [w["v0"], w["v1"]],
-                       "node": want.get("node") or w["prev"], "param": w["param"], "leaf": w["leaf"]},
-            "op": w["op"], "no_grad": w["no_grad"]}
-    backward = [_site("backward", exc_frames[0], "the backward that needed the old value")] if exc_frames else []
-    shape = "[%s]" % ", ".join(map(str, w["shape"]))
-    if w["leaf"] and (w["param"] or w["requires_grad"]):
-        # A parameter changed between the forward that saved it and the backward.  (A detached
-        # alias or a buffer is a leaf too, but it is written like any activation: below.)
-        kind = "param-update"
-        step = w["step"]
-        pname = _param_name(rec, w)
-        if pname:
-            data["param_name"] = pname
-        by_frames = step["frames"] if step is not None else frames
-        if step is not None:
-            data["optimizer"] = step["opt"]
-            how = "%s.step()" % step["opt"]
-            role, detail = "step", "%s.step() updated the parameter in place" % step["opt"]
-        else:
-            how = w["op"]
-            role, detail = "write", "%s: version %d -> %d%s" % (w["op"], w["v0"], w["v1"],
-                                                               " under no_grad" if w["no_grad"] else "")
-        if by_frames:
-            sites.append(_site(role, by_frames[0], detail))
-            for outer in by_frames[1:3]:     # the user's calls that led there, innermost first
-                sites.append(_site("caller", outer, "called from here"))
-        sites += backward
-        where = ""
-        if by_frames:
-            where = " at " + _where(by_frames[0])
-            if len(by_frames) > 1:
-                where += " (called from %s)" % _where(by_frames[1])
-        summary = "parameter %s%s was changed in place by %s%s between the forward that saved it and " \
-                  "the backward%s" % ((pname + " ") if pname else "", shape, how, where,
-                                      (" at " + _where(exc_frames[0])) if exc_frames else "")
-    else:
-        kind = "inplace-write"
-        op = w["op"]
-        if frames:
-            sites.append(_site("write", frames[0], "%s: version %d -> %d" % (op, w["v0"], w["v1"]),
-                               mod["name"] if mod else ""))
-        name = _var_name(sites[0]["code"], op) if sites else ""
-        what = ("'%s' " % name if name else "") + shape
-        node = want.get("node") or w["prev"]
-        if node:
-            what += " (output of %s)" % _node_op(node)
-        summary = "%s was changed in place by %s" % (what, op)
-        if mod is not None and (mod["torch"] or not frames or mod["inplace"]):
-            built = mod["frames"][0] if mod["frames"] else None
-            if built is not None:
-                sites.insert(0, _site("construct", built, "%s built here" % mod["desc"], mod["name"]))
-            summary += " in %s (%s%s)" % (mod["name"] or mod["class"], mod["desc"],
-                                          (", built at " + _where(built)) if built else "")
-        elif frames:
-            summary += " at %s" % _where(frames[0])
-            if mod is not None:
-                summary += " in %s (%s)" % (mod["name"] or mod["class"], mod["desc"])
-        if mod is not None:
-            data["module"] = {"name": mod["name"], "class": mod["class"], "inplace": mod["inplace"]}
-        if name:
-            data["tensor"]["name"] = name
-        sites += backward
-    return kind, summary, sites, data
-
-
-def _param_name(rec, w):
-    """``disc.0.weight`` for a written parameter, from the modules the witness saw built."""
-    for key, info in list(rec.modules.items()):
-        module = info[0]()
-        if module is None:
-            continue
-        for name, p in getattr(module, "_parameters", {}).items():
-            if p is not None and id(p) == w["tid"]:
-                desc = rec.describe_module(module)
-                return ((desc["name"] + ".") if desc and desc["name"] else "") + name
-    return ""
-
-
-def _explain_nonscalar(rec, msg, exc_frames):
-    ns = rec.nonscalar
-    if ns is None:
-        return None
-    shape = "[%s]" % ", ".join(map(str, ns["shape"]))
-    sites = []
-    where = exc_frames[0] if exc_frames else (ns["frames"][0] if ns["frames"] else None)
-    creator_txt = ""
-    mixed = False
-    for c in ns["chain"]:
-        if mixed:
-            break        # the ops further up made only one of that op's operands
-        mixed = c.get("mixed", False)
-        if not c["frames"]:
-            continue
-        fr = c["frames"][0]
-        detail = "%s -> [%s]%s" % (c["op"], ", ".join(map(str, c["shape"])), (" " + c["detail"]) if c["detail"] else "")
-        mod = rec.describe_module(c["module"]() if c["module"] is not None else None)
-        if where is not None and (fr[0], fr[1]) == (where[0], where[1]) and not sites and len(ns["chain"]) > 1:
-            continue     # e.g. scaler.scale(loss) on the backward line: look further back
-        if any((s["path"], s["line"]) == (fr[0], fr[1]) for s in sites):
-            continue     # several ops of one line: the outermost names it
-        sites.append(_site("creator", fr, detail, mod["name"] if mod else ""))
-        if not creator_txt:
-            creator_txt = " made by %s%s at %s" % (c["op"], ("(%s)" % c["detail"]) if c["detail"] else "", _where(fr))
-            if mod is not None and mod["frames"] and mod["torch"] and mod["reduction"] is not None:  # a loss module
-                built = mod["frames"][0]
-                construct = _site("construct", built, "%s built here" % mod["desc"], mod["name"])
-                if mod["reduction"] == "none":      # the construction decided it: that site first
-                    sites.insert(len(sites) - 1, construct)
-                else:
-                    sites.append(construct)
-                creator_txt += " (%s, built at %s)" % (mod["desc"], _where(built))
-        if len(sites) >= 4:
-            break
-    if where is not None:
-        call = _site("backward", where, "%s() on a non-scalar" % ns["op"])
-        if ns["op"] == "grad":   # autograd.grad of a non-scalar: grad_outputs belongs at this call
-            sites.insert(0, call)
-        else:
-            sites.append(call)
-    summary = "the value passed to %s()%s has shape %s (%s), not a scalar%s" % (
-        ns["op"], (" at " + _where(where)) if where else "", shape, ns["dtype"],
-        ("; it was" + creator_txt) if creator_txt else "")
-    data = {"tensor": {"shape": ns["shape"], "dtype": ns["dtype"]}, "nodes": ns["nodes"],
-            "chain": [{"op": c["op"], "shape": c["shape"], "detail": c["detail"]} for c in ns["chain"]]}
-    return "nonscalar-loss", summary, sites, data
-
-
-def _explain_cast(rec, msg):
-    if not rec.casts:
-        return None
-    want = "bfloat16" if "BFloat16" in msg or "bfloat16" in msg.lower() else "float16"
-    pick = [c for c in rec.casts if c["dtype"] == want] or rec.casts
-    made = [c for c in pick if not c.get("again")] or pick
-    c = made[-1]
-    sites = []
-    if c["frames"]:
-        role = "param" if c["method"] == "parameter" else "cast"
-        sites.append(_site(role, c["frames"][0], c["how"] + ((" " + c["args"]) if c["args"] else "")))
-    again = [a for a in pick if a.get("again") and pick.index(a) > pick.index(c)][:3]
-    for a in again:
-        if a["frames"]:
-            sites.append(_site("cast", a["frames"][0], a["how"] + " again (they already were %s)" % a["dtype"]))
-    for other in [o for o in made[:-1]][-3:]:
-        if other["frames"]:
-            sites.append(_site("param" if other["method"] == "parameter" else "cast", other["frames"][0], other["how"]))
-    n = c["count"]
-    what = "%d trainable parameter%s" % (n, "" if n == 1 else "s") if n else "new parameters"
-    summary = "%s became %s at %s (%s%s)" % (
-        what, c["dtype"], _where(c["frames"][0]) if c["frames"] else "?", c["how"],
-        (", e.g. " + ", ".join(c["params"][:3])) if c["params"] else "")
-    built = [b for b in made if b["method"] == "parameter" and b["dtype"] == c["dtype"]]
-    if c["method"] == "parameter" and len(built) > 1:
-        # parameters built in half one by one: count them all, not only the last one seen
-        where = []
-        for b in reversed(built):
-            at = _where(b["frames"][0]) if b["frames"] else "?"
-            if at not in where:
-                where.append(at)
-        names = list(dict.fromkeys(nm for b in reversed(built) for nm in b["params"]))
-        total = sum(b["count"] for b in built)
-        summary = "%d trainable parameters were built as %s at %s (e.g. %s)" % (
-            total, c["dtype"], ", ".join(where[:3]) + (", ..." if len(where) > 3 else ""), ", ".join(names[:3]))
-    if again and again[0]["frames"]:
-        summary += "; cast to %s again at %s (%s)" % (again[0]["dtype"], _where(again[0]["frames"][0]), again[0]["how"])
-    data = {"dtype": c["dtype"], "how": c["how"], "params": c["params"], "count": c["count"], "args": c["args"]}
-    return "half-params", summary, sites, data
-
 
 def evidence_block(exc):
     """The marked evidence lines for ``exc`` ('' when the witness has nothing for it)."""
@@ -1095,14 +702,11 @@ def _evidence_block(exc):
         return ""
     msg = str(exc)
     exc_frames = _tb_user_frames(getattr(exc, "__traceback__", None))
-    if "modified by an inplace operation" in msg:
-        got = _explain_inplace(rec, msg, exc_frames)
-    elif "only for scalar outputs" in msg:
-        got = _explain_nonscalar(rec, msg, exc_frames)
-    elif "unscale FP16 gradients" in msg or ("BFloat16" in msg and "unscale" in msg):
-        got = _explain_cast(rec, msg)
-    else:
-        got = None
+    got = None
+    for fam in rec.families:
+        if any(all(part in msg for part in words) for words in getattr(fam, "MESSAGES", ())):
+            got = fam.explain(rec, msg, exc_frames)
+            break
     if not got:
         return ""
     kind, summary, sites, data = got
