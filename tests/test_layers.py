@@ -24,7 +24,9 @@ LAYERS = (
     ("match", ("tracefix.matcher",)),
     ("source", ("tracefix.paths", "tracefix.frames", "tracefix.pysource", "tracefix.notebook", "tracefix.cellframes",
                 "tracefix.cellsites")),
-    ("locate", ("tracefix.locator", "tracefix.locator.*", "tracefix.families.*.locate", "tracefix.families.*.evidence")),
+    ("locate", ("tracefix.locator", "tracefix.locator.*", "tracefix.families.*.locate", "tracefix.families.*.evidence",
+                # a family's pure helpers shared by its locate and fix steps
+                "tracefix.families.linear_shape.shapes")),
     ("patch", ("tracefix.patcher", "tracefix.patcher.*", "tracefix.families.*.fix", "tracefix.families.*.unpatchable")),
     ("render", ("tracefix.render",)),
     ("run", ("tracefix.pipeline", "tracefix.runner", "tracefix.jupyter")),

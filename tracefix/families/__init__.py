@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 
 from tracefix.families.api import ANY, Family
 
-FAMILIES = ("nonscalar", "inplace", "half_unscale")
+FAMILIES = ("nonscalar", "inplace", "half_unscale", "linear_shape")
 
 _loaded: Optional[Tuple[Family, ...]] = None
 

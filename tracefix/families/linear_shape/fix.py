@@ -1,0 +1,93 @@
+"""linear-shape patches: ``in_features`` set to what the layer gets; a flatten that keeps the batch."""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+import libcst as cst
+
+from tracefix.families.linear_shape.locate import flatten_call
+from tracefix.families.linear_shape.shapes import (evaluate, from_caller, linear_args, linear_calls, replacement,
+                                                   scope_names, shapes_of)
+from tracefix.patcher.context import Context, Option, fixer
+from tracefix.patcher.cstedit import dotted, expr, keyword, positional
+from tracefix.pysource import SourceFile
+from tracefix.records import FixSite
+
+# a checkpoint written by the old layer has a weight of the old width: it no longer loads
+_LOADS = ("load_state_dict(", "torch.load(", "from_pretrained(", "load_checkpoint(")
+
+
+def _ast_call(ctx: Context, site: FixSite, expected: Optional[int]):
+    sf = SourceFile(site.path, ctx.root / site.path)
+    if sf.tree is None:
+        return None, None
+    calls = [c for c in linear_calls(sf.tree) if c.lineno == site.line]
+    calls.sort(key=lambda c: evaluate(linear_args(c)[0], scope_names(sf, c)) != expected)
+    return sf, (calls[0] if calls else None)
+
+
+@fixer("linear-in-features")
+def in_features(ctx: Context, site: FixSite) -> List[Option]:
+    shapes = shapes_of(ctx.diag.fields)
+    if shapes.got is None or shapes.folded:
+        return []
+    sf, node = _ast_call(ctx, site, shapes.expected)
+    if node is None or from_caller(sf, node):
+        return []
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    call = src.find(site.line, site.col, cst.Call, lambda n: dotted(n.func).split(".")[-1] == "Linear")
+    if call is None:
+        return []
+    arg = (positional(call) or [None])[0] or keyword(call, "in_features")
+    if arg is None:
+        return []
+    new = replacement(sf, node, shapes.got)
+    old = src.code(arg.value)
+    if old.strip() == new:
+        return []
+    text = src.replace(arg.value, lambda n: expr(new))
+    summary = (f"Build the layer for the {shapes.got} features it gets: `{old}` -> `{new}` as in_features "
+               f"(the input is {shapes.rows}x{shapes.got}; the layer was built for {shapes.expected})")
+    loads = [rel for rel in {site.path, *(f.path for f in ([ctx.diag.crash_site] if ctx.diag.crash_site else []))}
+             if any(w in (ctx.text(rel) or "") for w in _LOADS)]
+    if loads:
+        return [Option(summary, "unsafe", f"{', '.join(sorted(loads))} loads saved weights: a checkpoint written "
+                       f"with in_features={shapes.expected} no longer loads into this layer", {site.path: text})]
+    return [Option(summary, "safe", "", {site.path: text})]
+
+
+@fixer("flatten-batch")
+def flatten_batch(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None:
+        return []
+    sf = SourceFile(site.path, ctx.root / site.path)
+    if sf.tree is None or not any(flatten_call(n) and n.lineno == site.line for n in ast.walk(sf.tree)):
+        return []
+
+    def is_flatten(n: cst.CSTNode) -> bool:
+        return isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in (
+            "flatten", "view", "reshape")
+
+    call = src.find(site.line, site.col, cst.Call, is_flatten)
+    if call is None:
+        return []
+    name = call.func.attr.value
+    if name == "flatten":
+        torch_fn = dotted(call.func.value) in ("torch", "th")
+        new = (call.with_changes(args=[*call.args[:1], cst.Arg(expr("1"))]) if torch_fn and call.args
+               else call.with_changes(args=[cst.Arg(expr("1"))]))
+    else:
+        receiver = src.code(call.func.value)
+        if not isinstance(call.func.value, (cst.Name, cst.Attribute)):
+            return []       # a receiver with calls in it would run twice
+        new = call.with_changes(args=[cst.Arg(expr(f"{receiver}.size(0)"), comma=cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(expr("-1"))])
+    old = src.code(call)
+    text = src.replace(call, lambda n: new)
+    shown = cst.Module(body=[]).code_for_node(new)
+    return [Option(f"Keep the batch dimension: `{old}` -> `{shown}` (the layer then gets one row per sample)",
+                   "safe", "", {site.path: text})]
