@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE_LIST, copy_sample
+from tracefix.families import families
 from tracefix.hooks import HOOKS_DIR, WITNESS_DATA_MARK, WITNESS_MARK
 from tracefix.reader import parse_evidence, read_tracebacks
 from tracefix.record import replace
@@ -30,8 +31,8 @@ else:
     import tomli as tomllib
 
 LIVE = [s for s in SAMPLE_LIST if not s.recorded]
-KINDS = {"inplace-modification": {"inplace-write", "param-update"}, "nonscalar-backward": {"nonscalar-loss"},
-         "fp16-unscale": {"half-params"}, "bf16-unscale": {"half-params"}}
+# the evidence kinds each entry's family declares (tracefix/families/<name>/family.py)
+KINDS = {entry: set(fam.evidence) for fam in families() for entry in fam.entries}
 TIMEOUT = 300
 
 

@@ -138,6 +138,9 @@ class FixSite(Site):
     # with inplace=True that may receive the saved tensor): why its fix may leave the error. A
     # patch of it is never safe.
     guess: str = ""
+    # The expression the locator worked out for the fix from the whole project (the name a
+    # layer's in_features should read); the fixer writes it.
+    write: str = ""
 
 
 SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"

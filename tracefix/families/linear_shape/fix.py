@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import List
 
 import libcst as cst
 
 from tracefix.families.linear_shape.locate import flatten_call
-from tracefix.families.linear_shape.shapes import (evaluate, from_caller, linear_args, linear_calls, replacement,
-                                                   scope_names, shapes_of)
+from tracefix.families.linear_shape.shapes import shapes_of
 from tracefix.patcher.context import Context, Option, fixer
 from tracefix.patcher.cstedit import dotted, expr, keyword, positional
 from tracefix.pysource import SourceFile
@@ -18,23 +17,11 @@ from tracefix.records import FixSite
 _LOADS = ("load_state_dict(", "torch.load(", "from_pretrained(", "load_checkpoint(")
 
 
-def _ast_call(ctx: Context, site: FixSite, expected: Optional[int]):
-    sf = SourceFile(site.path, ctx.root / site.path)
-    if sf.tree is None:
-        return None, None
-    calls = [c for c in linear_calls(sf.tree) if c.lineno == site.line]
-    calls.sort(key=lambda c: evaluate(linear_args(c)[0], scope_names(sf, c)) != expected)
-    return sf, (calls[0] if calls else None)
-
-
 @fixer("linear-in-features")
 def in_features(ctx: Context, site: FixSite) -> List[Option]:
     shapes = shapes_of(ctx.diag.fields)
-    if shapes.got is None or shapes.folded:
-        return []
-    sf, node = _ast_call(ctx, site, shapes.expected)
-    if node is None or from_caller(sf, node):
-        return []
+    if not site.write or shapes.got is None or shapes.folded:
+        return []       # the locator found nothing sound to write (a factory's parameter, no sizes)
     src = ctx.source(site.path)
     if src is None:
         return []
@@ -44,17 +31,17 @@ def in_features(ctx: Context, site: FixSite) -> List[Option]:
     arg = (positional(call) or [None])[0] or keyword(call, "in_features")
     if arg is None:
         return []
-    new = replacement(sf, node, shapes.got)
     old = src.code(arg.value)
-    if old.strip() == new:
+    if old.strip() == site.write:
         return []
-    text = src.replace(arg.value, lambda n: expr(new))
-    summary = (f"Build the layer for the {shapes.got} features it gets: `{old}` -> `{new}` as in_features "
+    text = src.replace(arg.value, lambda n: expr(site.write))
+    summary = (f"Build the layer for the {shapes.got} features it gets: `{old}` -> `{site.write}` as in_features "
                f"(the input is {shapes.rows}x{shapes.got}; the layer was built for {shapes.expected})")
-    loads = [rel for rel in {site.path, *(f.path for f in ([ctx.diag.crash_site] if ctx.diag.crash_site else []))}
-             if any(w in (ctx.text(rel) or "") for w in _LOADS)]
+    crash = ctx.diag.crash_site
+    loads = sorted(rel for rel in {site.path, *([crash.path] if crash else [])}
+                   if any(w in (ctx.text(rel) or "") for w in _LOADS))
     if loads:
-        return [Option(summary, "unsafe", f"{', '.join(sorted(loads))} loads saved weights: a checkpoint written "
+        return [Option(summary, "unsafe", f"{', '.join(loads)} loads saved weights: a checkpoint written "
                        f"with in_features={shapes.expected} no longer loads into this layer", {site.path: text})]
     return [Option(summary, "safe", "", {site.path: text})]
 

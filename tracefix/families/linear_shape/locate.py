@@ -11,11 +11,12 @@ fix, and the layer is right.
 from __future__ import annotations
 
 import ast
-from typing import List, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
-from tracefix.families.linear_shape.shapes import (Shapes, evaluate, from_caller, linear_args, linear_calls,
+from tracefix.families.linear_shape.shapes import (Shapes, evaluate, from_caller, linear_args, linear_calls, params,
                                                    replacement, scope_names, shapes_of)
-from tracefix.pysource import SourceFile, own_nodes
+from tracefix.pysource import SourceFile, last_name, own_nodes
+from tracefix.record import replace
 
 BOTH = 0.9          # in_features and out_features both read as the message says
 ONE = 0.8           # one of them does, the other is not a constant expression
@@ -23,6 +24,7 @@ BOUND = 0.05        # ...and it is the layer the crash line calls by name
 NAMED_ONLY = 0.6    # the called layer, with nothing to compare (names from a config)
 FLATTEN_HERE = 0.96   # a flatten that folds the batch, in the crashing function
 FLATTEN_CALLER = 0.9  # ...in a function further up the traceback
+MAX_CALLERS = 20    # calls read for what a parameter is given
 
 
 def run(ctx) -> None:
@@ -46,20 +48,35 @@ def run(ctx) -> None:
         if sf is None or sf.tree is None:
             continue
         for call in linear_calls(sf.tree):
-            mine = (sf.rel, call.lineno, call.col_offset) in bound
-            judged = judge(sf, call, shapes, mine)
-            if judged is not None:
-                ctx.add(sf, call.lineno, call.col_offset, "linear-in-features", judged[1], judged[0])
+            add_site(ctx, sf, call, shapes, (sf.rel, call.lineno, call.col_offset) in bound)
 
 
-def judge(sf: SourceFile, call: ast.Call, shapes: Shapes, mine: bool):
-    """(score, reason) of one ``Linear(...)`` as the layer the message describes; None if it is not."""
+def add_site(ctx, sf: SourceFile, call: ast.Call, shapes: Shapes, mine: bool, score=None, prefix: str = "") -> bool:
+    """Add ``call`` as a fix site if it is the layer the message describes; ``score`` overrides its own."""
+    names = {**scope_names(sf, call), **passed_in(ctx, sf, call)}
+    judged = judge(sf, call, shapes, mine, names)
+    if judged is None and score is None:
+        return False
+    own, why, write = judged if judged is not None else (0.0, "", "")
+    ctx.add(sf, call.lineno, call.col_offset, "linear-in-features", prefix + why, own if score is None else score)
+    if write:
+        ctx.sites[-1] = replace(ctx.sites[-1], write=write)
+    return True
+
+
+def describes(ctx, sf: SourceFile, call: ast.Call, shapes: Shapes) -> bool:
+    """Is ``call`` a layer the message's sizes describe?"""
+    return judge(sf, call, shapes, True, {**scope_names(sf, call), **passed_in(ctx, sf, call)}) is not None
+
+
+def judge(sf: SourceFile, call: ast.Call, shapes: Shapes, mine: bool, names):
+    """(score, reason, expression to write) of one ``Linear(...)`` as the layer the message describes;
+    None if it is not that layer."""
     first, second = linear_args(call)
-    names = scope_names(sf, call)
     in_v, out_v = evaluate(first, names), evaluate(second, names)
-    if shapes.expected is None:      # a wording without the sizes: only the layer the crash calls
+    if shapes.expected is None or shapes.got is None:   # a wording without the sizes
         return (NAMED_ONLY + BOUND, "The crash line calls this layer; its in_features does not match its "
-                "input's last dimension.") if mine else None
+                "input's last dimension.", "") if mine else None
     if (in_v is not None and in_v != shapes.expected) or (out_v is not None and shapes.out is not None
                                                           and out_v != shapes.out):
         return None
@@ -70,11 +87,50 @@ def judge(sf: SourceFile, call: ast.Call, shapes: Shapes, mine: bool):
         score = NAMED_ONLY
     else:
         score = (BOTH if in_v is not None and out_v is not None else ONE) + (BOUND if mine else 0.0)
+    write = replacement(sf, call, shapes.expected, shapes.got, names)
     caller = from_caller(sf, call)
-    fix = (f"its callers choose in_features (parameter `{caller}`): build this layer with {shapes.got}"
-           if caller else f"in_features -> {replacement(sf, call, shapes.got)}")
+    if caller and (caller not in names or write.isdigit()):
+        # a factory's parameter: other calls build other layers with it
+        fix, write = f"its callers choose in_features (parameter `{caller}`): build this layer with {shapes.got}", ""
+    else:
+        fix = f"in_features -> {write}"
     return score, (f"{built} takes {shapes.expected} input features, but its input has {shapes.got} "
-                   f"(mat1 {shapes.rows}x{shapes.got}): {fix}.")
+                   f"(mat1 {shapes.rows}x{shapes.got}): {fix}."), write
+
+
+def passed_in(ctx, sf: SourceFile, call: ast.Call) -> Dict[str, int]:
+    """The ints every caller passes for the parameters of the function (or class, for ``__init__``)
+    that builds ``call``: ``ViT(dim=64, mlp_dim=128)`` gives dim and mlp_dim."""
+    fn = sf.scope_of(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    cls = sf.class_of(fn)
+    name = cls.name if fn.name == "__init__" and cls is not None else fn.name
+    names = params(fn)[1:] if fn.name == "__init__" or (names_self(fn)) else params(fn)
+    seen: Dict[str, Set[Optional[int]]] = {}
+    calls = 0
+    for rel in ctx.search_files((name,)):
+        other = ctx.project.source(rel)
+        if other is None or other.tree is None or name not in other.text:
+            continue
+        for node in ast.walk(other.tree):
+            if not isinstance(node, ast.Call) or last_name(node.func) != name or calls >= MAX_CALLERS:
+                continue
+            calls += 1
+            env = scope_names(other, node)
+            given = dict(zip(names, node.args))
+            given.update({k.arg: k.value for k in node.keywords if k.arg})
+            for param in names:
+                if param in given:
+                    seen.setdefault(param, set()).add(evaluate(given[param], env))
+                else:
+                    seen.setdefault(param, set()).add(None)
+    return {p: next(iter(v)) for p, v in seen.items() if len(v) == 1 and None not in v}
+
+
+def names_self(fn: ast.AST) -> bool:
+    ps = params(fn)
+    return bool(ps) and ps[0] in ("self", "cls")
 
 
 def _bound(sf: SourceFile, line: int) -> Set[Tuple[str, int, int]]:

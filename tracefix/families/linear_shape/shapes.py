@@ -5,7 +5,7 @@ Pure and cheap: shared by the family's locate and fix steps.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from tracefix.record import record
 
@@ -169,12 +169,18 @@ def from_caller(sf, call: ast.Call) -> Optional[str]:
     return first.id if first.id in params and first.id not in defaults(fn) else None
 
 
-def replacement(sf, call: ast.Call, got: int) -> str:
-    """What to write for ``in_features``: a name the code already has for ``got`` (the previous
-    layer's ``out_features``), the same product with new spatial factors, or the number."""
+def params(fn: ast.AST) -> List[str]:
+    a = getattr(fn, "args", None)
+    return [] if a is None else [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def replacement(sf, call: ast.Call, expected: int, got: int, names: Dict[str, int]) -> str:
+    """What to write for ``in_features`` (``names``: the ints visible at the call, see
+    :func:`scope_names`, with what callers pass): the name the code already has for ``got`` (the
+    previous layer's ``out_features``, a parameter), the same product with new spatial factors, the
+    expression scaled (``n * 2`` where it evaluated to half), or the number."""
     first, _ = linear_args(call)
     scope = sf.scope_of(call)
-    names = scope_names(sf, call)
     best = None
     for other in linear_calls(scope):
         if other is call or sf.scope_of(other) is not scope:
@@ -188,6 +194,17 @@ def replacement(sf, call: ast.Call, got: int) -> str:
             best = (rank, sf.segment(out_expr))
     if best is not None and best[1]:
         return best[1]
+    same = [n for n in params(scope) if names.get(n) == got and n != "self"]
+    if len(same) == 1:
+        return same[0]
     old = factors(first) if first is not None else None
     product = same_shape_product(old, got) if old else None
-    return product or str(got)
+    if product:
+        return product
+    text = sf.segment(first) if first is not None else None
+    if text and isinstance(first, (ast.Name, ast.Attribute)):
+        if got % expected == 0:
+            return f"{text} * {got // expected}"
+        if expected % got == 0:
+            return f"{text} // {expected // got}"
+    return str(got)
