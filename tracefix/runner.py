@@ -253,73 +253,132 @@ def run_child(cmd: Sequence[str], env: Optional[Mapping[str, str]] = None, to_st
         return Outcome(None, error=f"{cmd[0]}: cannot execute: {exc.strerror or exc}", error_code=126)
 
 
-def _run_posix(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanup: bool) -> Outcome:
-    import selectors
-    import subprocess
+def _kill_group(proc, signum: int) -> None:
+    try:
+        os.killpg(proc.pid, signum)
+    except OSError:
+        pass
 
-    # One channel per distinct destination: a pty where it is a terminal, else a pipe.
-    channels: Dict[int, Tuple[int, int]] = {}       # dest fd -> (our read end, child's write end)
+
+def _open_channels(dests: Tuple[int, int]) -> Tuple[Dict[int, Tuple[int, int]], List[Tuple[int, int]]]:
+    """One channel per distinct destination, a pty where it is a terminal, else a pipe:
+    (dest fd -> (our read end, child's write end), the (dest, master) of the ptys)."""
+    channels: Dict[int, Tuple[int, int]] = {}
     for dest in dict.fromkeys(dests):
         channels[dest] = _open_pty(dest) if _isatty(dest) else _open_pipe()
     ptys = [(dest, r) for dest, (r, _w) in channels.items() if _isatty(dest)]
+    return channels, ptys
 
-    proc: Optional[subprocess.Popen] = None
-    state = {"forwarded": None}
-    previous: Dict[int, object] = {}
 
-    def forward(signum, _frame):
-        state["forwarded"] = signum
-        if proc is not None:
-            try:
-                os.killpg(proc.pid, signum)
-            except OSError:
-                pass
+class _ChildSignals:
+    """Our signal handlers while the child runs: interrupts go to its process group (``forwarded``
+    keeps the last), Ctrl-Z stops it with us, a resized terminal resizes its ptys."""
 
-    def suspend(_signum, _frame):       # Ctrl-Z: stop the child's group, then ourselves
-        if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGSTOP)
-            except OSError:
-                pass
+    def __init__(self, ptys: List[Tuple[int, int]]):
+        self.ptys = ptys
+        self.proc = None                # set once it started: a signal before that is forwarded then
+        self.forwarded: Optional[int] = None
+        self._previous: Dict[int, object] = {}
+
+    def install(self) -> None:
+        """Only the main thread may set handlers (a re-run from another thread goes without)."""
+        handlers = {s: self.forward for s in FORWARDED}
+        handlers[signal.SIGTSTP] = self.suspend
+        if self.ptys:
+            handlers[signal.SIGWINCH] = self.resized
+        if threading.current_thread() is threading.main_thread():
+            for s, h in handlers.items():
+                self._previous[s] = signal.signal(s, h)
+
+    def restore(self) -> None:
+        for s, h in self._previous.items():
+            signal.signal(s, h)
+
+    def forward(self, signum, _frame) -> None:
+        self.forwarded = signum
+        if self.proc is not None:
+            _kill_group(self.proc, signum)
+
+    def suspend(self, _signum, _frame) -> None:     # Ctrl-Z: stop the child's group, then ourselves
+        if self.proc is not None:
+            _kill_group(self.proc, signal.SIGSTOP)
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTSTP)
         # ... resumed (fg / bg)
-        signal.signal(signal.SIGTSTP, suspend)
-        if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGCONT)
-            except OSError:
-                pass
+        signal.signal(signal.SIGTSTP, self.suspend)
+        if self.proc is not None:
+            _kill_group(self.proc, signal.SIGCONT)
 
-    def resized(_signum, _frame):
-        for dest, master in ptys:
+    def resized(self, _signum, _frame) -> None:
+        for dest, master in self.ptys:
             _copy_winsize(dest, master)
-        if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGWINCH)
-            except OSError:
-                pass
+        if self.proc is not None:
+            _kill_group(self.proc, signal.SIGWINCH)
 
-    handlers = {s: forward for s in FORWARDED}
-    handlers[signal.SIGTSTP] = suspend
-    if ptys:
-        handlers[signal.SIGWINCH] = resized
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        for s, h in handlers.items():
-            previous[s] = signal.signal(s, h)
+
+def _drain(channels: Dict[int, Tuple[int, int]], wake_r: int, tail: Tail) -> None:
+    """Copy the child's output to our fds and ``tail`` until every channel is closed, or, once
+    ``wake_r`` says the child exited, until its output goes quiet (children of its own may hold it)."""
+    import selectors
+    import time
+
+    readers = {r: _Sink(dest) for dest, (r, _w) in channels.items()}
+    sel = selectors.DefaultSelector()
+    for r in readers:
+        sel.register(r, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    deadline = None
+    while readers:
+        timeout = None
+        if deadline is not None:
+            timeout = min(DRAIN_IDLE_S, deadline - time.monotonic())
+            if timeout <= 0:
+                break
+        events = sel.select(timeout)
+        if not events and deadline is not None:
+            break          # the child is gone; whoever still holds its output is not talking
+        for key, _mask in events:
+            fd = key.fd
+            if fd == wake_r:
+                sel.unregister(wake_r)
+                deadline = time.monotonic() + DRAIN_MAX_S
+                continue
+            try:
+                data = os.read(fd, READ_SIZE)
+            except OSError as exc:
+                if exc.errno not in (errno.EIO, errno.EBADF):   # EIO: pty closed on its slave side
+                    raise
+                data = b""
+            if not data:
+                sel.unregister(fd)
+                os.close(fd)
+                del readers[fd]
+                continue
+            readers[fd].write(data)
+            tail.feed(data)
+    sel.close()
+    for fd in readers:
+        os.close(fd)
+
+
+def _run_posix(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanup: bool) -> Outcome:
+    import subprocess
+
+    channels, ptys = _open_channels(dests)
+    signals = _ChildSignals(ptys)
+    signals.install()
     wake_r, wake_w = os.pipe()
     waiting: Optional[threading.Thread] = None
     try:
         try:
-            proc = subprocess.Popen(cmd, env=None if env is None else dict(env),
-                                    stdout=channels[dests[0]][1], stderr=channels[dests[1]][1],
-                                    start_new_session=True, close_fds=True)
+            proc = signals.proc = subprocess.Popen(cmd, env=None if env is None else dict(env),
+                                                   stdout=channels[dests[0]][1], stderr=channels[dests[1]][1],
+                                                   start_new_session=True, close_fds=True)
         finally:
             for _r, w in channels.values():
                 os.close(w)
-        if state["forwarded"] is not None:     # a signal arrived while it was starting
-            forward(state["forwarded"], None)
+        if signals.forwarded is not None:     # a signal arrived while it was starting
+            signals.forward(signals.forwarded, None)
 
         def waiter():
             proc.wait()
@@ -327,71 +386,25 @@ def _run_posix(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanup:
 
         waiting = threading.Thread(target=waiter, name="tracefix-wait", daemon=True)
         waiting.start()
-
-        readers = {r: _Sink(dest) for dest, (r, _w) in channels.items()}
-        sel = selectors.DefaultSelector()
-        for r in readers:
-            sel.register(r, selectors.EVENT_READ)
-        sel.register(wake_r, selectors.EVENT_READ)
-        deadline = None
-        import time
-
-        while readers:
-            timeout = None
-            if deadline is not None:
-                timeout = min(DRAIN_IDLE_S, deadline - time.monotonic())
-                if timeout <= 0:
-                    break
-            events = sel.select(timeout)
-            if not events and deadline is not None:
-                break          # the child is gone; whoever still holds its output is not talking
-            for key, _mask in events:
-                fd = key.fd
-                if fd == wake_r:
-                    sel.unregister(wake_r)
-                    deadline = time.monotonic() + DRAIN_MAX_S
-                    continue
-                try:
-                    data = os.read(fd, READ_SIZE)
-                except OSError as exc:
-                    if exc.errno not in (errno.EIO, errno.EBADF):   # EIO: pty closed on its slave side
-                        raise
-                    data = b""
-                if not data:
-                    sel.unregister(fd)
-                    os.close(fd)
-                    del readers[fd]
-                    continue
-                readers[fd].write(data)
-                tail.feed(data)
-        sel.close()
-        for fd in readers:
-            os.close(fd)
+        _drain(channels, wake_r, tail)
         while waiting.is_alive():    # (join with a timeout: signals keep being handled meanwhile)
             waiting.join(0.5)
         waiting = None
-        if state["forwarded"] is not None or cleanup:
+        if signals.forwarded is not None or cleanup:
             # The user asked it to stop: whatever of its group survived goes too.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-        return Outcome(proc.returncode, tail.getvalue(), state["forwarded"])
+            _kill_group(proc, signal.SIGKILL)
+        return Outcome(proc.returncode, tail.getvalue(), signals.forwarded)
     except BaseException:
-        if proc is not None and proc.returncode is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
+        if signals.proc is not None and signals.proc.returncode is None:
+            _kill_group(signals.proc, signal.SIGKILL)
+            signals.proc.wait()
         raise
     finally:
-        if waiting is not None and proc is not None and proc.returncode is not None:
+        if waiting is not None and signals.proc is not None and signals.proc.returncode is not None:
             waiting.join(1.0)
         os.close(wake_r)
         os.close(wake_w)
-        for s, h in previous.items():
-            signal.signal(s, h)
+        signals.restore()
 
 
 def _run_threads(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanup: bool) -> Outcome:
@@ -553,6 +566,30 @@ def _finish(report, extra: Dict, code: int, command_code: int, fmt: str, entries
     return code
 
 
+@record
+class _RunOptions:
+    """One ``tracefix run``'s options; ``root`` may move to the crash's project (find_root)."""
+    cmd: List[str]
+    root: Path
+    entries: object
+    fmt: str
+    apply: bool
+    verify: bool
+    anomaly: bool
+    steps: int
+    pick: Optional[int]
+    color: Optional[bool]
+    witness: bool
+    verify_timeout: float
+    find_root: bool
+    full: bool
+    to_stderr: bool     # json and quickfix: their stdout is for a program, the command's output goes aside
+
+    def finish(self, report, extra: Dict, code: int, command_code: int, after=None, why: str = "") -> int:
+        return _finish(report, extra, code, command_code, self.fmt, self.entries, self.color, self.root,
+                       after=after, why=why, full=self.full)
+
+
 def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, verify: bool, anomaly: bool,
              steps: int, pick: Optional[int], color: Optional[bool], witness: bool = True,
              verify_timeout: float = VERIFY_TIMEOUT_S, find_root: bool = False, full: bool = False) -> int:
@@ -563,116 +600,143 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     if not cmd:
         _note("error: no command given (tracefix run [OPTIONS] -- COMMAND ...)")
         return 2
-    to_stderr = fmt in ("json", "quickfix")   # their stdout is for a program: the command's output goes aside
-    show = dict(fmt=fmt, entries=entries, color=color, root=root, full=full)
+    opts = _RunOptions(cmd=cmd, root=root, entries=entries, fmt=fmt, apply=apply, verify=verify, anomaly=anomaly,
+                       steps=steps, pick=pick, color=color, witness=witness, verify_timeout=verify_timeout,
+                       find_root=find_root, full=full, to_stderr=fmt in ("json", "quickfix"))
     extra: Dict[str, object] = {"applied": "nothing"} if apply else {}
     if verify or fmt == "json":
         extra["verification"] = "not run"
 
-    first = run_child(cmd, _child_env(witness=True) if witness else _child_env(no_witness=True), to_stderr)
+    first = run_child(cmd, _child_env(witness=True) if witness else _child_env(no_witness=True), opts.to_stderr)
     command_code = first.exit_code
-    if first.returncode == 0 and not first.error:
-        # it succeeded: nothing to patch, and its output stays byte for byte (JSON: the same keys)
-        return _finish(None, extra, EXIT_OK, EXIT_OK, **show) if fmt == "json" else EXIT_OK
-    if first.error or first.interrupted:
-        # nothing to diagnose: it could not start (126/127), or was stopped (its status, 128+N)
-        if first.error:
-            _note(f"error: {first.error}")
-            if fmt == "json":
-                extra["error"] = first.error
-        elif first.forwarded is None and first.returncode is not None and first.returncode < 0:
-            _note(f"the command was stopped by {_signal_name(-first.returncode)} (exit code {command_code})")
-        return _finish(None, extra, command_code, command_code, **show)
-
+    code = _nothing_to_diagnose(opts, first, extra)
+    if code is not None:
+        return code
     try:
         if find_root:
-            root = show["root"] = _project_root(first.tail, entries, root)
-        report = _diagnose(first.tail, entries, root)
+            opts.root = _project_root(first.tail, entries, opts.root)
+        report = _diagnose(first.tail, entries, opts.root)
     except Exception as exc:  # our failure must not hide the child's
         if os.environ.get("TRACEFIX_DEBUG"):
             raise
         _note(f"internal error while diagnosing: {type(exc).__name__}: {exc} (set TRACEFIX_DEBUG=1 for details)")
-        return _finish(None, extra, EXIT_PATCH if apply else command_code, command_code, **show)
+        return opts.finish(None, extra, EXIT_PATCH if apply else command_code, command_code)
     if _only_interrupt(report):     # it ended on a KeyboardInterrupt: the user stopped it
-        return _finish(None, extra, command_code, command_code, **show)
+        return opts.finish(None, extra, command_code, command_code)
     if witness and report.diagnoses and all(d.traceback.evidence is None for d in report.diagnoses):
         _note("the witness recorded no evidence for this error; the diagnosis rests on the log and the source")
-
     if anomaly:
-        if _needs_anomaly(report):
-            _note("re-running the command once with torch anomaly detection on, to find the forward "
-                  "operation behind the in-place error (anomaly mode is slow; it is used only for this "
-                  "re-run, your files are not changed)")
-            again = run_child(cmd, _child_env(anomaly=True, witness=witness), to_stderr, cleanup=True)
-            if again.interrupted or again.error:
-                if again.error:
-                    _note(f"error: {again.error}")
-                    if fmt == "json":
-                        extra["error"] = again.error
-                return _finish(report, extra, again.exit_code, command_code, **show)
-            rerun = _diagnose(again.tail, entries, root)
-            from tracefix.families import anomaly_helps
+        report, stopped = _anomaly_rerun(opts, report, extra)
+        if stopped is not None:
+            return opts.finish(report, extra, stopped, command_code)
 
-            if any(anomaly_helps(d.entry_id) and d.traceback.anomaly_frames for d in rerun.diagnoses):
-                report = rerun
-                _note("anomaly re-run: the forward trace located the in-place operation")
-            else:
-                _note("anomaly re-run: the error did not come back with a forward trace; "
-                      "keeping the first diagnosis")
-        elif report.diagnoses:
-            _note("--anomaly: not needed (no in-place error that a forward trace or the witness did not explain)")
-
-    code = command_code
-    problems: List[str] = []
-    after = None                    # the report of the patched run's failure (--verify)
-    verdict, why = "not run", ""
-    if apply and not report.diagnoses:
-        # --apply promises a patch: a crash we cannot diagnose is "not patched" (exit 3)
-        problems = ["not patched: no known PyTorch error in the command's output"]
-        code = EXIT_PATCH
-    elif apply:
-        from tracefix.pipeline import apply_recommended
-
-        done = apply_recommended(report, root, pick)
-        written, problems = done.written, done.already + done.problems
-        extra["applied"] = ", ".join(written) or ("nothing (already applied)" if done.already else "nothing")
-        stopped = None              # the verification run's own status, when it did not really run
-        if written and verify:
-            _note(f"patched {', '.join(written)}; re-running (--verify): {steps} optimizer steps must train, "
-                  f"then the command must run on without an error, to its end or for {verify_timeout:g} s")
-            verdict, after, outcome, why = _verify(cmd, report, entries, root, steps, to_stderr, witness,
-                                                   verify_timeout)
-            extra["verification"] = verdict
-            if why and fmt == "json":
-                extra["verification_detail"] = why
-            if verdict == "verified":
-                _note(why)
-            if outcome.interrupted or outcome.error:
-                stopped = outcome.exit_code
-                if outcome.error and fmt == "json":
-                    extra["error"] = outcome.error
-                _note("the patch stays written, unverified (tracefix undo takes it back)")
-            elif verdict in ("still failing", "new error", "not training"):
-                extra["restored"] = _restore(root, written, why)
-                if extra["restored"] != "no":
-                    extra["applied"] += " (taken back: the verification failed)"
-        if "restored" not in extra:
-            problems += done.cautions
-            if done.unsafe:
-                extra["unsafe"] = "; ".join(done.unsafe)   # the summary on stdout, not only stderr
-        ok = (bool(written) or bool(done.already)) and not done.problems \
-            and verdict in ("verified", "not run")
-        code = stopped if stopped is not None else (EXIT_OK if ok else EXIT_PATCH)
-
+    code, problems, after, verdict, why = _apply_and_verify(opts, report, extra, command_code)
     if after is not None and fmt == "json":
         from tracefix.render import as_dict
 
         details = as_dict(after.diagnoses, after.unrecognized)
         extra["new_error"] = {"diagnoses": details["diagnoses"], "unrecognized": details["unrecognized"]}
-    _finish(report, extra, code, command_code, after=after if verdict == "new error" else None, why=why, **show)
+    opts.finish(report, extra, code, command_code, after=after if verdict == "new error" else None, why=why)
     for p in problems:
         _note(p)
     return code
+
+
+def _nothing_to_diagnose(opts: _RunOptions, first: Outcome, extra: Dict) -> Optional[int]:
+    """The exit status when the first run leaves nothing to diagnose, else None."""
+    command_code = first.exit_code
+    if first.returncode == 0 and not first.error:
+        # it succeeded: nothing to patch, and its output stays byte for byte (JSON: the same keys)
+        return opts.finish(None, extra, EXIT_OK, EXIT_OK) if opts.fmt == "json" else EXIT_OK
+    if not (first.error or first.interrupted):
+        return None
+    # nothing to diagnose: it could not start (126/127), or was stopped (its status, 128+N)
+    if first.error:
+        _note(f"error: {first.error}")
+        if opts.fmt == "json":
+            extra["error"] = first.error
+    elif first.forwarded is None and first.returncode is not None and first.returncode < 0:
+        _note(f"the command was stopped by {_signal_name(-first.returncode)} (exit code {command_code})")
+    return opts.finish(None, extra, command_code, command_code)
+
+
+def _anomaly_rerun(opts: _RunOptions, report, extra: Dict):
+    """--anomaly: (the report to go on with, the exit status when the re-run was stopped or could
+    not start, else None)."""
+    if not _needs_anomaly(report):
+        if report.diagnoses:
+            _note("--anomaly: not needed (no in-place error that a forward trace or the witness did not explain)")
+        return report, None
+    _note("re-running the command once with torch anomaly detection on, to find the forward "
+          "operation behind the in-place error (anomaly mode is slow; it is used only for this "
+          "re-run, your files are not changed)")
+    again = run_child(opts.cmd, _child_env(anomaly=True, witness=opts.witness), opts.to_stderr, cleanup=True)
+    if again.interrupted or again.error:
+        if again.error:
+            _note(f"error: {again.error}")
+            if opts.fmt == "json":
+                extra["error"] = again.error
+        return report, again.exit_code
+    rerun = _diagnose(again.tail, opts.entries, opts.root)
+    from tracefix.families import anomaly_helps
+
+    if any(anomaly_helps(d.entry_id) and d.traceback.anomaly_frames for d in rerun.diagnoses):
+        _note("anomaly re-run: the forward trace located the in-place operation")
+        return rerun, None
+    _note("anomaly re-run: the error did not come back with a forward trace; keeping the first diagnosis")
+    return report, None
+
+
+def _apply_and_verify(opts: _RunOptions, report, extra: Dict, command_code: int):
+    """--apply, and --verify: (exit status, problems to note after the report, the report of the
+    patched run's failure or None, the verdict, one line on it)."""
+    if not opts.apply:
+        return command_code, [], None, "not run", ""
+    if not report.diagnoses:
+        # --apply promises a patch: a crash we cannot diagnose is "not patched" (exit 3)
+        return EXIT_PATCH, ["not patched: no known PyTorch error in the command's output"], None, "not run", ""
+    from tracefix.pipeline import apply_recommended
+
+    done = apply_recommended(report, opts.root, opts.pick)
+    written, problems = done.written, done.already + done.problems
+    extra["applied"] = ", ".join(written) or ("nothing (already applied)" if done.already else "nothing")
+    verdict, after, why = "not run", None, ""
+    stopped = None              # the verification run's own status, when it did not really run
+    if written and opts.verify:
+        verdict, after, why, stopped = _verify_written(opts, report, written, extra)
+    if "restored" not in extra:
+        problems += done.cautions
+        if done.unsafe:
+            extra["unsafe"] = "; ".join(done.unsafe)   # the summary on stdout, not only stderr
+    ok = (bool(written) or bool(done.already)) and not done.problems \
+        and verdict in ("verified", "not run")
+    code = stopped if stopped is not None else (EXIT_OK if ok else EXIT_PATCH)
+    return code, problems, after, verdict, why
+
+
+def _verify_written(opts: _RunOptions, report, written: List[str], extra: Dict):
+    """--verify the patch just written, taking it back when it failed: (verdict, the report of the
+    patched run's failure or None, one line on it, the run's own status when it did not really run)."""
+    _note(f"patched {', '.join(written)}; re-running (--verify): {opts.steps} optimizer steps must train, "
+          f"then the command must run on without an error, to its end or for {opts.verify_timeout:g} s")
+    verdict, after, outcome, why = _verify(opts.cmd, report, opts.entries, opts.root, opts.steps, opts.to_stderr,
+                                           opts.witness, opts.verify_timeout)
+    extra["verification"] = verdict
+    if why and opts.fmt == "json":
+        extra["verification_detail"] = why
+    if verdict == "verified":
+        _note(why)
+    stopped = None
+    if outcome.interrupted or outcome.error:
+        stopped = outcome.exit_code
+        if outcome.error and opts.fmt == "json":
+            extra["error"] = outcome.error
+        _note("the patch stays written, unverified (tracefix undo takes it back)")
+    elif verdict in ("still failing", "new error", "not training"):
+        extra["restored"] = _restore(opts.root, written, why)
+        if extra["restored"] != "no":
+            extra["applied"] += " (taken back: the verification failed)"
+    return verdict, after, why, stopped
 
 
 def _signal_name(number: int) -> str:

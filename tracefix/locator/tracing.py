@@ -664,116 +664,140 @@ class ValueTracer(Tracer):
 
     def _origins(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int, depth: int,
                  source: str, shared: bool, by_name: bool, out: List[Origin]) -> None:
+        """Append to ``out`` the places expr's value is written (what :meth:`origins` returns)."""
         if depth > MAX_DEPTH + 2 or len(out) >= MAX_ORIGINS:
             return
-        nxt = depth + 1
-
-        def term(node: ast.AST) -> None:
-            out.append(Origin(sf, node, source, shared, by_name))
-
         if isinstance(expr, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.ClassDef)):
-            return term(expr)
-        if isinstance(expr, ast.IfExp):
+            out.append(Origin(sf, expr, source, shared, by_name))
+        elif isinstance(expr, ast.IfExp):
             for branch in (expr.body, expr.orelse):
-                self._origins(sf, scope, branch, line, nxt, source, shared, by_name, out)
-            return
-        if isinstance(expr, ast.Name):
-            if is_param(scope, expr.id):
-                return self._param_origins(sf, scope, expr.id, nxt, source, shared, by_name, out)
-            a = self.last_assign(sf, scope, expr.id, line)
-            if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None and \
-                    bound_names(a) == [expr.id]:
-                where = sf.scope_of(a)
-                reads = sum(1 for n in sf.own(where) if isinstance(n, ast.Name) and n.id == expr.id
-                            and isinstance(n.ctx, ast.Load))
-                src_kind = source or ("module" if isinstance(where, ast.Module) and where is not scope else "")
-                return self._origins(sf, where, a.value, a.lineno, nxt, src_kind, shared or reads > 1, by_name, out)
-            if a is None:
-                found = self.module_value(sf.rel, expr.id)
-                if found is not None:
-                    osf, assign = found
-                    reads = len(self.attr_reads(expr.id, name=True))
-                    return self._origins(osf, osf.tree, assign.value, assign.lineno, nxt, source or "module",
-                                         shared or reads > 1, by_name, out)
-                cls = self.project.lookup(sf.rel, expr.id)
-                if cls is not None and isinstance(cls[1], ast.ClassDef):
-                    out.append(Origin(cls[0], cls[1], source, shared, by_name))
-                    return
-            return term(expr)
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            if isinstance(func, ast.Name) and func.id == "getattr" and len(expr.args) >= 2:
-                return self._origins(sf, scope, expr.args[1], line, nxt, source, shared, True, out)
-            if isinstance(func, ast.Attribute) and func.attr == "get" and expr.args:
-                sub = ast.Subscript(value=func.value, slice=expr.args[0], ctx=ast.Load())
-                ast.copy_location(sub, expr)
-                return self._origins(sf, scope, sub, line, nxt, source, shared, by_name, out)
-            d = self.resolve_def(sf, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
-            if d is not None and isinstance(d[1], FUNC_TYPES):
-                fsf, fn = d
-                for r in returns(fn)[:3]:
-                    self._origins(fsf, fn, r.value, r.lineno, nxt, source, shared, by_name, out)
+                self._origins(sf, scope, branch, line, depth + 1, source, shared, by_name, out)
+        elif isinstance(expr, ast.Name):
+            self._name_origins(sf, scope, expr, line, depth, source, shared, by_name, out)
+        elif isinstance(expr, ast.Call):
+            self._call_origins(sf, scope, expr, line, depth, source, shared, by_name, out)
+        elif isinstance(expr, ast.Subscript):
+            self._subscript_origins(sf, scope, expr, line, depth, source, shared, by_name, out)
+        elif isinstance(expr, ast.Attribute):
+            self._attribute_origins(sf, scope, expr, line, depth, source, shared, by_name, out)
+        else:
+            out.append(Origin(sf, expr, source, shared, by_name))
+
+    def _name_origins(self, sf: SourceFile, scope: ast.AST, expr: ast.Name, line: int, depth: int,
+                      source: str, shared: bool, by_name: bool, out: List[Origin]) -> None:
+        """A name: a parameter, its last assignment, a module constant imported here, or a class."""
+        nxt = depth + 1
+        if is_param(scope, expr.id):
+            return self._param_origins(sf, scope, expr.id, nxt, source, shared, by_name, out)
+        a = self.last_assign(sf, scope, expr.id, line)
+        if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None and \
+                bound_names(a) == [expr.id]:
+            where = sf.scope_of(a)
+            reads = sum(1 for n in sf.own(where) if isinstance(n, ast.Name) and n.id == expr.id
+                        and isinstance(n.ctx, ast.Load))
+            src_kind = source or ("module" if isinstance(where, ast.Module) and where is not scope else "")
+            return self._origins(sf, where, a.value, a.lineno, nxt, src_kind, shared or reads > 1, by_name, out)
+        if a is None:
+            found = self.module_value(sf.rel, expr.id)
+            if found is not None:
+                osf, assign = found
+                reads = len(self.attr_reads(expr.id, name=True))
+                return self._origins(osf, osf.tree, assign.value, assign.lineno, nxt, source or "module",
+                                     shared or reads > 1, by_name, out)
+            cls = self.project.lookup(sf.rel, expr.id)
+            if cls is not None and isinstance(cls[1], ast.ClassDef):
+                out.append(Origin(cls[0], cls[1], source, shared, by_name))
                 return
-            return term(expr)
-        if isinstance(expr, ast.Subscript):
-            keys = [o.node for o in self.origins(sf, scope, expr.slice, line)]
-            keys = [k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, (str, int))]
-            if not keys:
-                return term(expr)
-            # A key computed elsewhere (DTYPES[args.dtype]) makes the dict a lookup table: the
-            # choice is made where the key is, not in the table.
-            kind = "dict" if isinstance(expr.slice, ast.Constant) else "lookup"
-            objs: List[Origin] = []
-            self._origins(sf, scope, expr.value, line, nxt, source, False, False, objs)
-            for obj in objs:
-                if isinstance(obj.node, ast.Call):      # json.load(open("config.json"))["precision"]
-                    for key in keys:
-                        found = self.config_file_value(obj.sf, obj.sf.scope_of(obj.node), obj.node, str(key))
-                        if found is not None:
-                            const = ast.copy_location(ast.Constant(value=found[2]), expr)
-                            out.append(Origin(sf, const, "file", shared, by_name, f"{found[0]}:{found[1]}"))
-                    continue
-                if not isinstance(obj.node, ast.Dict):
-                    continue
+        out.append(Origin(sf, expr, source, shared, by_name))
+
+    def _call_origins(self, sf: SourceFile, scope: ast.AST, expr: ast.Call, line: int, depth: int,
+                      source: str, shared: bool, by_name: bool, out: List[Origin]) -> None:
+        """A call: ``getattr(m, name)`` (the name), ``d.get(key)`` (as ``d[key]``), a project
+        function's returns; else the call itself."""
+        nxt = depth + 1
+        func = expr.func
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(expr.args) >= 2:
+            return self._origins(sf, scope, expr.args[1], line, nxt, source, shared, True, out)
+        if isinstance(func, ast.Attribute) and func.attr == "get" and expr.args:
+            sub = ast.Subscript(value=func.value, slice=expr.args[0], ctx=ast.Load())
+            ast.copy_location(sub, expr)
+            return self._origins(sf, scope, sub, line, nxt, source, shared, by_name, out)
+        d = self.resolve_def(sf, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+        if d is not None and isinstance(d[1], FUNC_TYPES):
+            fsf, fn = d
+            for r in returns(fn)[:3]:
+                self._origins(fsf, fn, r.value, r.lineno, nxt, source, shared, by_name, out)
+            return
+        out.append(Origin(sf, expr, source, shared, by_name))
+
+    def _subscript_origins(self, sf: SourceFile, scope: ast.AST, expr: ast.Subscript, line: int, depth: int,
+                           source: str, shared: bool, by_name: bool, out: List[Origin]) -> None:
+        """``obj[key]`` with constant keys: the value under the key in each dict literal (or config
+        file) obj comes from."""
+        nxt = depth + 1
+        keys = [o.node for o in self.origins(sf, scope, expr.slice, line)]
+        keys = [k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, (str, int))]
+        if not keys:
+            out.append(Origin(sf, expr, source, shared, by_name))
+            return
+        # A key computed elsewhere (DTYPES[args.dtype]) makes the dict a lookup table: the
+        # choice is made where the key is, not in the table.
+        kind = "dict" if isinstance(expr.slice, ast.Constant) else "lookup"
+        objs: List[Origin] = []
+        self._origins(sf, scope, expr.value, line, nxt, source, False, False, objs)
+        for obj in objs:
+            if isinstance(obj.node, ast.Call):      # json.load(open("config.json"))["precision"]
                 for key in keys:
-                    for k, v in zip(obj.node.keys, obj.node.values):
-                        if isinstance(k, ast.Constant) and k.value == key:
-                            reads = len(self.key_reads(key)) if isinstance(key, str) else 1
-                            self._origins(obj.sf, obj.sf.scope_of(v), v, v.lineno, nxt, kind,
-                                          shared or reads > 1, by_name, out)
+                    found = self.config_file_value(obj.sf, obj.sf.scope_of(obj.node), obj.node, str(key))
+                    if found is not None:
+                        const = ast.copy_location(ast.Constant(value=found[2]), expr)
+                        out.append(Origin(sf, const, "file", shared, by_name, f"{found[0]}:{found[1]}"))
+                continue
+            if not isinstance(obj.node, ast.Dict):
+                continue
+            for key in keys:
+                for k, v in zip(obj.node.keys, obj.node.values):
+                    if isinstance(k, ast.Constant) and k.value == key:
+                        reads = len(self.key_reads(key)) if isinstance(key, str) else 1
+                        self._origins(obj.sf, obj.sf.scope_of(v), v, v.lineno, nxt, kind,
+                                      shared or reads > 1, by_name, out)
+
+    def _attribute_origins(self, sf: SourceFile, scope: ast.AST, expr: ast.Attribute, line: int, depth: int,
+                           source: str, shared: bool, by_name: bool, out: List[Origin]) -> None:
+        """``module.NAME`` (a constant of an imported module), ``self.x`` (what the constructor
+        assigns), ``obj.field`` (the field of each config object obj comes from)."""
+        nxt = depth + 1
+        if dotted(expr).split(".")[0] in ("torch", "np", "numpy", "jnp"):
+            out.append(Origin(sf, expr, source, shared, by_name))
             return
-        if isinstance(expr, ast.Attribute):
-            if dotted(expr).split(".")[0] in ("torch", "np", "numpy", "jnp"):
-                return term(expr)
-            if isinstance(expr.value, ast.Name) and not is_param(scope, expr.value.id) and \
-                    self.last_assign(sf, scope, expr.value.id, line) is None:
-                imp = sf.imports().get(expr.value.id)
-                if imp is not None and imp[1] is None:        # import config; config.DTYPE
-                    target = self.project.resolve_module(sf.rel, imp[0], imp[2])
-                    if target is not None:
-                        found = self.module_value(target, expr.attr)
-                        if found is not None:
-                            osf, assign = found
-                            reads = len(self.attr_reads(expr.attr))
-                            return self._origins(osf, osf.tree, assign.value, assign.lineno, nxt, "module",
-                                                 shared or reads > 1, by_name, out)
-            if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-                ctor = self.ctor_value(sf, scope, expr, line)
-                if ctor is not None:
-                    csf, value = ctor
-                    return self._origins(csf, csf.scope_of(value), value, value.lineno, nxt, source or "class",
-                                         shared, by_name, out)
-                return term(expr)
-            objs = []
-            self._origins(sf, scope, expr.value, line, nxt, source, False, False, objs)
-            before = len(out)
-            for obj in objs:
-                obj.shared = shared
-                self._field_origins(obj, expr.attr, nxt, by_name, out)
-            if len(out) == before and not objs:
-                term(expr)
+        if isinstance(expr.value, ast.Name) and not is_param(scope, expr.value.id) and \
+                self.last_assign(sf, scope, expr.value.id, line) is None:
+            imp = sf.imports().get(expr.value.id)
+            if imp is not None and imp[1] is None:        # import config; config.DTYPE
+                target = self.project.resolve_module(sf.rel, imp[0], imp[2])
+                if target is not None:
+                    found = self.module_value(target, expr.attr)
+                    if found is not None:
+                        osf, assign = found
+                        reads = len(self.attr_reads(expr.attr))
+                        return self._origins(osf, osf.tree, assign.value, assign.lineno, nxt, "module",
+                                             shared or reads > 1, by_name, out)
+        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            ctor = self.ctor_value(sf, scope, expr, line)
+            if ctor is not None:
+                csf, value = ctor
+                return self._origins(csf, csf.scope_of(value), value, value.lineno, nxt, source or "class",
+                                     shared, by_name, out)
+            out.append(Origin(sf, expr, source, shared, by_name))
             return
-        term(expr)
+        objs: List[Origin] = []
+        self._origins(sf, scope, expr.value, line, nxt, source, False, False, objs)
+        before = len(out)
+        for obj in objs:
+            obj.shared = shared
+            self._field_origins(obj, expr.attr, nxt, by_name, out)
+        if len(out) == before and not objs:
+            out.append(Origin(sf, expr, source, shared, by_name))
 
     def _param_origins(self, sf: SourceFile, fn: ast.AST, name: str, depth: int, source: str,
                        shared: bool, by_name: bool, out: List[Origin]) -> None:

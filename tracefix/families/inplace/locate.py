@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple, Union
 
 from tracefix import vocab
 from tracefix.locator.ops import BINOP_FAMILY, KNOWN_FAMILIES, op_family
@@ -25,13 +25,50 @@ from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, Tracer, argument_fo
                                       is_true, method, param_names, returns, src, unwrap_call, unwrap_chain,
                                       walk_stmt)
 from tracefix.pysource import SourceFile, base_name, const_str, dotted, keyword, last_name, own_nodes
-from tracefix.record import replace
+from tracefix.record import field, record, replace
 from tracefix.vocab import NOT_INPLACE_METHODS, OPTIMIZER_CLASSES, TENSOR_FACTORIES
 
 STEP_SKIP_RX = re.compile(r"sched|lr_?|warmup|trainer|env|progress|pbar|bar", re.I)
 STEP_OPT_RX = re.compile(r"opt|sgd|adam|solver|scaler", re.I)
 # what aliases its receiver (contiguous() too, when it already is)
 VIEW_METHODS = vocab.VIEW_METHODS | vocab.VIEW_ATTRS | {"contiguous"}
+
+# Scores of an in-place write of a traced value, by what made the value.  The message's family is
+# what autograd says it saved; the further a value is from it, the less likely its write is the one.
+MATCH_SCORE = 0.8           # made by the message's family (or rebased by it): the likely culprit
+ANOMALY_SCORE = 0.95        # the anomaly-mode trace names the value: evidence beyond the source, ranks above
+PARAM_SCORE = 0.25          # a forward() argument: only an error if the caller's op saved it
+OTHER_FAMILY_SCORE = 0.3    # a known family, not the message's: it may not have saved this value
+KNOWN_FAMILY_SCORE = 0.5    # a known family, the message's is not one we know: it may be the one
+UNRESOLVED_SCORE = 0.2      # made by something we could not resolve: possible, nothing more
+DEPTH_PENALTY = 0.01        # per call followed into: on a tie the direct write ranks first
+REPEAT_PENALTY = 0.05       # per earlier write of the same value: the first one already changed it
+
+
+@record(frozen=True)
+class _Origin:
+    """What made a tracked value: its op families (with the markers "param", "view", "?mod" for a
+    module we could not resolve and "?"), where, and how to name it in a reason."""
+    fams: Set[str]
+    line: Union[int, str]       # a line of this file, or "file:line" of the caller's file it came from
+    desc: str
+
+
+@record
+class _Scan:
+    """One scope's scan: what it looks for and the values it tracks so far."""
+    sf: SourceFile
+    scope: ast.AST
+    fam: str
+    seed: Optional[Dict[str, _Origin]]
+    score_match: float
+    why: str
+    depth: int
+    tracked: Dict[str, _Origin]
+    used: Set[str]                      # tracked names some operation has read (and may have saved)
+    seed_origins: List[_Origin]
+    hits_per_origin: Dict[Union[int, str], int] = field(default_factory=dict)
+    count: int = 0
 
 
 def run(ctx) -> None:
@@ -378,202 +415,184 @@ class _Inplace(Tracer):
         return ", ".join(sorted(f for f in fams if f not in ("param", "?", "?mod"))) or "an earlier operation"
 
     def _scan_inplace(self, sf: SourceFile, scope: ast.AST, fam: str,
-                      seed: Optional[Dict[str, tuple]] = None, start: int = 0,
-                      score_match: float = 0.8, why: str = "", init: Optional[Dict[str, tuple]] = None,
+                      seed: Optional[Dict[str, _Origin]] = None, start: int = 0,
+                      score_match: float = MATCH_SCORE, why: str = "", init: Optional[Dict[str, _Origin]] = None,
                       init_used: Optional[Set[str]] = None, depth: int = 0) -> int:
         """Track values produced by ops in scope and report in-place modifications of them.
 
         ``seed``: only these values (an anomaly trace named them); ``init``: values handed in by a
         caller (a tensor passed to a project function, followed into it)."""
-        tracked: Dict[str, tuple] = dict(seed or {})
-        seed_origins = list((seed or {}).values())
-        used: Set[str] = set(init_used or ())
+        scan = _Scan(sf=sf, scope=scope, fam=fam, seed=seed, score_match=score_match, why=why, depth=depth,
+                     tracked=dict(seed or {}), used=set(init_used or ()),
+                     seed_origins=list((seed or {}).values()))
         if seed is None and isinstance(scope, FUNC_TYPES) and scope.name == "forward":
             for a in param_names(scope):
                 if a not in ("self", "cls"):
-                    tracked[a] = ({"param"}, scope.lineno, f"the argument '{a}'")
-        tracked.update(init or {})
+                    scan.tracked[a] = _Origin({"param"}, scope.lineno, f"the argument '{a}'")
+        scan.tracked.update(init or {})
         stmts = sorted((n for n in sf.own(scope) if isinstance(n, ast.stmt)
                         and not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                         and _is_simple_stmt(n) and n.lineno > start),
                        key=lambda n: (n.lineno, n.col_offset))
-        hits_per_origin: Dict[int, int] = {}
-        count = 0
-
-        def report(origin: tuple, line: int, col: int, kind: str, target: str,
-                   where: Optional[Tuple[SourceFile, ast.keyword]] = None, op_fams: Set[str] = frozenset(),
-                   op_desc: str = "", used_before: bool = False) -> None:
-            nonlocal count
-            fams, origin_line, desc = origin
-            rebased = False
-            if seed is not None:
-                if not any(origin is o for o in seed_origins):
-                    return          # targeted run: only the value the anomaly trace names
-                score = score_match
-            elif fam and fam in fams:
-                score = score_match
-            elif fam and fam in op_fams and used_before:
-                # the in-place op of the message's family rewrote a tensor an earlier op had saved:
-                # autograd now calls it "the output of <that op>"
-                score, rebased = score_match, True
-            elif "param" in fams:
-                if kind == "inplace-subscript":
-                    return
-                score = 0.25
-            elif fams & KNOWN_FAMILIES:
-                score = 0.3 if fam in KNOWN_FAMILIES else 0.5
-            elif "?mod" in fams or fam not in KNOWN_FAMILIES:
-                score = 0.2        # produced by something we could not resolve
-            else:
-                return             # not recognisably a tensor op: a dict, a list, a path...
-            if depth:
-                score -= 0.01 * depth   # followed into a callee: the direct write ranks first on a tie
-            n = hits_per_origin.get(origin_line, 0)
-            hits_per_origin[origin_line] = n + 1
-            score -= 0.05 * n
-            # an int: a line of this file; a str: "file:line" of the caller's file it was handed in from
-            origin_at = (origin_line if isinstance(origin_line, str) else f"line {origin_line}") if origin_line \
-                else "an earlier line"
-            reason = why or (f"'{target}' (the output of {desc}, {origin_at}) is modified in place "
-                             f"here, but autograd saved it for backward.")
-            if not why and fam and fams & KNOWN_FAMILIES and fam not in fams and not (fam in op_fams and used_before):
-                # what made this value is not what the message names: a weaker candidate, said so
-                reason = (f"'{target}' (the output of {desc}, {origin_at}) is modified in place here; the "
-                          f"message names the output of {fam}, which this value is not, so it is a weaker "
-                          f"candidate (it matters only if an operation saved it for backward).")
-            if rebased:
-                reason = (f"'{target}' ({desc if 'param' in fams else 'the output of ' + desc}) was already used "
-                          f"by an operation that saved it for backward; {op_desc or 'this call'} then overwrites it "
-                          f"in place, which is why the message calls it the output of {fam}.")
-            elif "param" in fams and seed is None:
-                reason = f"The argument '{target}' is modified in place here; the caller may still need it for backward."
-            if where is not None:
-                wsf, kw = where
-                self.ctx.add(wsf, kw.lineno, kw.col_offset, "inplace-kwarg", reason, score)
-            else:
-                self.ctx.add(sf, line, col, kind, reason, score)
-            count += 1
-
-        def used_before(b: str, st: ast.AST, node: ast.AST) -> bool:
-            """Was b read by another operation before node changed it?"""
-            if b in used:
-                return True
-            # the write's own operands are evaluated before it (`x /= x.norm()`: norm saved x)
-            if isinstance(node, ast.AugAssign):
-                own, operands = node.target, [node.value]
-            elif isinstance(node, ast.Call):
-                # ... except the tensor it writes (`torch.relu_(x)`, `self.act(x)`, `out=x`)
-                own = node.func
-                operands = [a for a in [*node.args, *(k.value for k in node.keywords)]
-                            if not (base_name(a) == b and _is_view_chain(a))]
-            else:
-                own, operands = node, []
-            inside = {id(n) for n in ast.walk(own)}
-            first = {id(n) for o in operands for n in ast.walk(o)}
-            for n in walk_stmt(st):
-                if isinstance(n, ast.Name) and n.id == b and isinstance(n.ctx, ast.Load) and id(n) not in inside \
-                        and ((n.lineno, n.col_offset) < (node.lineno, node.col_offset) or id(n) in first):
-                    return True
-            # applied in a comprehension or a loop over several modules: an earlier pass read it too
-            for anc in sf.ancestors(node):
-                if isinstance(anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                    targets = {t.id for g in anc.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
-                    return b not in targets
-                if isinstance(anc, (ast.For, ast.AsyncFor)):
-                    assigned = {t for s in ast.walk(anc) if isinstance(s, ast.stmt) for t in bound_names(s)}
-                    assigned |= {t.id for t in ast.walk(anc.target) if isinstance(t, ast.Name)}
-                    return b not in assigned
-                if anc is scope:
-                    break
-            return False
-
         for st in stmts:
-            # in-place operations in this statement
-            for node in walk_stmt(st):
-                if isinstance(node, ast.AugAssign):
-                    b = base_name(node.target)
-                    if b in tracked and isinstance(node.target, (ast.Name, ast.Subscript)):
-                        report(tracked[b], node.lineno, node.target.col_offset, "inplace-augassign", b,
-                               op_fams={BINOP_FAMILY.get(type(node.op), "")}, op_desc=f"'{src(sf, node)}'",
-                               used_before=used_before(b, st, node))
-                elif isinstance(node, ast.Assign):
-                    for t in node.targets:
-                        if isinstance(t, ast.Subscript) and base_name(t) in tracked:
-                            report(tracked[base_name(t)], node.lineno, t.col_offset, "inplace-subscript", base_name(t))
-                elif isinstance(node, ast.Call):
-                    func = node.func
-                    name = last_name(func)
-                    if isinstance(func, ast.Attribute) and name.endswith("_") and not name.startswith("_") \
-                            and name not in NOT_INPLACE_METHODS:
-                        b = base_name(func.value)
-                        if b in tracked and _is_view_chain(func.value):
-                            report(tracked[b], node.lineno, node.col_offset, "inplace-method", b,
-                                   op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(...)",
-                                   used_before=used_before(b, st, node))
-                            continue
-                    if name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE_METHODS \
-                            and node.args:
-                        b = base_name(node.args[0])
-                        if b in tracked and _is_view_chain(node.args[0]) and not (
-                                isinstance(func, ast.Attribute) and base_name(func.value) in tracked):
-                            report(tracked[b], node.lineno, node.col_offset, "inplace-method", b,
-                                   op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(...)",
-                                   used_before=used_before(b, st, node))
-                            continue
-                    out_kw = keyword(node, "out")
-                    if out_kw is not None and base_name(out_kw.value) in tracked:
-                        b = base_name(out_kw.value)
-                        report(tracked[b], node.lineno, out_kw.col_offset, "inplace-out", b,
-                               op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(..., out=...)",
-                               used_before=used_before(b, st, node))
-                        continue
-                    if node.args and base_name(node.args[0]) in tracked and _is_view_chain(node.args[0]):
-                        where = self._inplace_module(sf, scope, node, node.lineno)
-                        if where is not None:
-                            b = base_name(node.args[0])
-                            wsf, kw, op_fams, what = where
-                            report(tracked[b], node.lineno, kw.col_offset, "inplace-kwarg", b,
-                                   (wsf, kw) if wsf is not sf or kw.lineno != node.lineno else None,
-                                   op_fams=op_fams, op_desc=what, used_before=used_before(b, st, node))
-                            continue
-                    if depth < 2 and seed is None:
-                        self._follow_call(sf, scope, st, node, tracked, used, fam, depth, used_before)
+            self._writes_in(scan, st)
             # names read by this statement: a later in-place change of them overwrites a value in use
-            for n in walk_stmt(st):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in tracked:
-                    used.add(n.id)
-            # bindings made by this statement
-            if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-                value = st.value
-                alias_of = base_name(value) if _is_view_chain(value) else ""
-                if alias_of and alias_of in tracked:
-                    origin = tracked[alias_of]
-                    if seed is None and not isinstance(value, ast.Name) and "view" not in origin[0]:
-                        # `rep = hidden.flatten(1)`: a write through the view reaches the base;
-                        # autograd then names the view (AsStrided)
-                        origin = (set(origin[0]) | {"view"}, origin[1], origin[2])
+            scan.used.update(n.id for n in walk_stmt(st)
+                             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in scan.tracked)
+            self._bind(scan, st)
+        return scan.count
+
+    def _writes_in(self, scan: _Scan, st: ast.stmt) -> None:
+        """Report st's in-place writes of tracked values; follow tracked values into the project calls it makes."""
+        sf, tracked = scan.sf, scan.tracked
+        for node in walk_stmt(st):
+            if isinstance(node, ast.AugAssign):
+                b = base_name(node.target)
+                if b in tracked and isinstance(node.target, (ast.Name, ast.Subscript)):
+                    self._report(scan, tracked[b], node.lineno, node.target.col_offset, "inplace-augassign", b,
+                                 op_fams={BINOP_FAMILY.get(type(node.op), "")}, op_desc=f"'{src(sf, node)}'",
+                                 used_before=self._used_before(scan, b, st, node))
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Subscript) and base_name(t) in tracked:
+                        self._report(scan, tracked[base_name(t)], node.lineno, t.col_offset, "inplace-subscript",
+                                     base_name(t))
+            elif isinstance(node, ast.Call):
+                if not self._call_write(scan, st, node) and scan.depth < 2 and scan.seed is None:
+                    self._follow_call(scan, st, node)
+
+    def _call_write(self, scan: _Scan, st: ast.stmt, node: ast.Call) -> bool:
+        """Report node if it writes a tracked value in place (``x.op_()``, ``torch.op_(x)``, ``out=x``, a
+        module applied in place).  True when it writes one, reported or not: such a call is not followed."""
+        sf, tracked = scan.sf, scan.tracked
+        func = node.func
+        name = last_name(func)
+        inplace_name = name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE_METHODS
+        if isinstance(func, ast.Attribute) and inplace_name:
+            b = base_name(func.value)
+            if b in tracked and _is_view_chain(func.value):
+                self._report(scan, tracked[b], node.lineno, node.col_offset, "inplace-method", b,
+                             op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(...)",
+                             used_before=self._used_before(scan, b, st, node))
+                return True
+        if inplace_name and node.args:
+            b = base_name(node.args[0])
+            if b in tracked and _is_view_chain(node.args[0]) and not (
+                    isinstance(func, ast.Attribute) and base_name(func.value) in tracked):
+                self._report(scan, tracked[b], node.lineno, node.col_offset, "inplace-method", b,
+                             op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(...)",
+                             used_before=self._used_before(scan, b, st, node))
+                return True
+        out_kw = keyword(node, "out")
+        if out_kw is not None and base_name(out_kw.value) in tracked:
+            b = base_name(out_kw.value)
+            self._report(scan, tracked[b], node.lineno, out_kw.col_offset, "inplace-out", b,
+                         op_fams={op_family(name)}, op_desc=f"{src(sf, func)}(..., out=...)",
+                         used_before=self._used_before(scan, b, st, node))
+            return True
+        if node.args and base_name(node.args[0]) in tracked and _is_view_chain(node.args[0]):
+            where = self._inplace_module(sf, scan.scope, node, node.lineno)
+            if where is not None:
+                b = base_name(node.args[0])
+                wsf, kw, op_fams, what = where
+                self._report(scan, tracked[b], node.lineno, kw.col_offset, "inplace-kwarg", b,
+                             (wsf, kw) if wsf is not sf or kw.lineno != node.lineno else None,
+                             op_fams=op_fams, op_desc=what, used_before=self._used_before(scan, b, st, node))
+                return True
+        return False
+
+    def _bind(self, scan: _Scan, st: ast.stmt) -> None:
+        """Track the names st assigns with their value's origin (an alias: its base's), or stop tracking them."""
+        if not (isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None):
+            return
+        tracked, used = scan.tracked, scan.used
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        value = st.value
+        alias_of = base_name(value) if _is_view_chain(value) else ""
+        origin: Optional[_Origin]
+        if alias_of and alias_of in tracked:
+            origin = tracked[alias_of]
+            if scan.seed is None and not isinstance(value, ast.Name) and "view" not in origin.fams:
+                # `rep = hidden.flatten(1)`: a write through the view reaches the base;
+                # autograd then names the view (AsStrided)
+                origin = replace(origin, fams=set(origin.fams) | {"view"})
+        else:
+            origin = self._value_origin(scan, st, value)
+        for t in targets:
+            names = [t] if isinstance(t, ast.Name) else (
+                [e for e in t.elts if isinstance(e, ast.Name)] if isinstance(t, (ast.Tuple, ast.List)) else [])
+            for nm in names:
+                if origin is not None:
+                    tracked[nm.id] = origin
                 else:
-                    origin = None
-                    if _tensorish(value) and not _reads_namespace(sf, value):
-                        fams = self._expr_families(sf, scope, value, st.lineno)
-                        if not fams and isinstance(value, ast.Call) and (
-                                isinstance(value.func, ast.Name) or dotted(value.func).startswith("self.")):
-                            fams = {"?mod"}
-                        origin = (fams or {"?"}, st.lineno, self._describe(sf, scope, value, st.lineno, fams))
-                for t in targets:
-                    names = [t] if isinstance(t, ast.Name) else (
-                        [e for e in t.elts if isinstance(e, ast.Name)] if isinstance(t, (ast.Tuple, ast.List)) else [])
-                    for nm in names:
-                        if origin is not None:
-                            tracked[nm.id] = origin
-                        else:
-                            tracked.pop(nm.id, None)
-                        if not (alias_of and alias_of in tracked and alias_of in used):
-                            used.discard(nm.id)
-            elif isinstance(st, (ast.For, ast.With)):
-                pass
-        return count
+                    tracked.pop(nm.id, None)
+                if not (alias_of and alias_of in tracked and alias_of in used):
+                    used.discard(nm.id)
+
+    def _value_origin(self, scan: _Scan, st: ast.stmt, value: ast.AST) -> Optional[_Origin]:
+        """The origin of a value st computes, or None when it is not recognisably a tensor."""
+        sf = scan.sf
+        if not _tensorish(value) or _reads_namespace(sf, value):
+            return None
+        fams = self._expr_families(sf, scan.scope, value, st.lineno)
+        if not fams and isinstance(value, ast.Call) and (
+                isinstance(value.func, ast.Name) or dotted(value.func).startswith("self.")):
+            fams = {"?mod"}
+        return _Origin(fams or {"?"}, st.lineno, self._describe(sf, scan.scope, value, st.lineno, fams))
+
+    def _report(self, scan: _Scan, origin: _Origin, line: int, col: int, kind: str, target: str,
+                where: Optional[Tuple[SourceFile, ast.keyword]] = None, op_fams: Set[str] = frozenset(),
+                op_desc: str = "", used_before: bool = False) -> None:
+        """Add the in-place write of ``target`` as a fix site, unless its origin makes it no candidate."""
+        scored = _score(scan, origin, kind, op_fams, used_before)
+        if scored is None:
+            return
+        score, rebased = scored
+        if scan.depth:
+            score -= DEPTH_PENALTY * scan.depth
+        n = scan.hits_per_origin.get(origin.line, 0)
+        scan.hits_per_origin[origin.line] = n + 1
+        score -= REPEAT_PENALTY * n
+        reason = _reason(scan, origin, target, op_fams, op_desc, used_before, rebased)
+        if where is not None:
+            wsf, kw = where
+            self.ctx.add(wsf, kw.lineno, kw.col_offset, "inplace-kwarg", reason, score)
+        else:
+            self.ctx.add(scan.sf, line, col, kind, reason, score)
+        scan.count += 1
+
+    def _used_before(self, scan: _Scan, b: str, st: ast.AST, node: ast.AST) -> bool:
+        """Was b read by another operation before node changed it?"""
+        if b in scan.used:
+            return True
+        # the write's own operands are evaluated before it (`x /= x.norm()`: norm saved x)
+        if isinstance(node, ast.AugAssign):
+            own, operands = node.target, [node.value]
+        elif isinstance(node, ast.Call):
+            # ... except the tensor it writes (`torch.relu_(x)`, `self.act(x)`, `out=x`)
+            own = node.func
+            operands = [a for a in [*node.args, *(k.value for k in node.keywords)]
+                        if not (base_name(a) == b and _is_view_chain(a))]
+        else:
+            own, operands = node, []
+        inside = {id(n) for n in ast.walk(own)}
+        first = {id(n) for o in operands for n in ast.walk(o)}
+        for n in walk_stmt(st):
+            if isinstance(n, ast.Name) and n.id == b and isinstance(n.ctx, ast.Load) and id(n) not in inside \
+                    and ((n.lineno, n.col_offset) < (node.lineno, node.col_offset) or id(n) in first):
+                return True
+        # applied in a comprehension or a loop over several modules: an earlier pass read it too
+        for anc in scan.sf.ancestors(node):
+            if isinstance(anc, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                targets = {t.id for g in anc.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+                return b not in targets
+            if isinstance(anc, (ast.For, ast.AsyncFor)):
+                assigned = {t for s in ast.walk(anc) if isinstance(s, ast.stmt) for t in bound_names(s)}
+                assigned |= {t.id for t in ast.walk(anc.target) if isinstance(t, ast.Name)}
+                return b not in assigned
+            if anc is scan.scope:
+                break
+        return False
 
     def _forward_hooks(self, sf: SourceFile, fam: str) -> None:
         """A forward hook's ``output`` is the module's output, which the module's backward may
@@ -596,8 +615,8 @@ class _Inplace(Tracer):
                         and last_name(n.func) == "isinstance" and len(n.args) == 2
                         for c in (n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]])}
                 fams.discard("")
-                origin = (fams or {"?mod"}, _line_in(sf, hsf, call.lineno),
-                          f"the module that {src(sf, call.func)}(...) hooks")
+                origin = _Origin(fams or {"?mod"}, _line_in(sf, hsf, call.lineno),
+                                 f"the module that {src(sf, call.func)}(...) hooks")
                 self._scan_inplace(hsf, hook, fam, init={params[2]: origin}, init_used={params[2]})
 
     def _local_def(self, sf: SourceFile, scope: ast.AST, ref: ast.AST) -> Optional[Tuple[SourceFile, ast.AST]]:
@@ -611,9 +630,9 @@ class _Inplace(Tracer):
             return found
         return None
 
-    def _follow_call(self, sf: SourceFile, scope: ast.AST, st: ast.AST, call: ast.Call, tracked: Dict[str, tuple],
-                     used: Set[str], fam: str, depth: int, used_before) -> None:
+    def _follow_call(self, scan: _Scan, st: ast.AST, call: ast.Call) -> None:
         """A tracked tensor passed to a project function: follow it in (``mean_cosine(za)`` writing ``z.div_``)."""
+        sf, scope, tracked = scan.sf, scan.scope, scan.tracked
         passed = [a for a in list(call.args) + [k.value for k in call.keywords]
                   if isinstance(a, ast.Name) and a.id in tracked]
         if not passed:
@@ -621,16 +640,17 @@ class _Inplace(Tracer):
         for csf, fn in self.callees(sf, scope, call, call.lineno)[:2]:
             if fn is scope or not isinstance(fn, FUNC_TYPES):
                 continue
-            init: Dict[str, tuple] = {}
+            init: Dict[str, _Origin] = {}
             init_used: Set[str] = set()
             for p in param_names(fn):
                 if p in ("self", "cls"):
                     continue
                 arg = argument_for(fn, call, p)
                 if isinstance(arg, ast.Name) and arg.id in tracked:
-                    fams, line, desc = tracked[arg.id]
-                    init[p] = (fams, _line_in(sf, csf, line), desc if "param" not in fams else f"the argument '{arg.id}'")
-                    if used_before(arg.id, st, call):
+                    o = tracked[arg.id]
+                    init[p] = _Origin(o.fams, _line_in(sf, csf, o.line),
+                                      o.desc if "param" not in o.fams else f"the argument '{arg.id}'")
+                    if self._used_before(scan, arg.id, st, call):
                         init_used.add(p)
             if not init:
                 continue
@@ -638,7 +658,7 @@ class _Inplace(Tracer):
             if key in self._scanned:
                 continue
             self._scanned.add(key)
-            self._scan_inplace(csf, fn, fam, init=init, init_used=init_used, depth=depth + 1)
+            self._scan_inplace(csf, fn, scan.fam, init=init, init_used=init_used, depth=scan.depth + 1)
 
     def _sequential_chains(self, sf: SourceFile, fam: str) -> None:
         """``nn.Sequential(..., A, B(inplace=True), ...)``: B overwrites A's output in place; an error when A
@@ -662,9 +682,9 @@ class _Inplace(Tracer):
                 for csf, c in self._expand_factory(sf, prev, 1):
                     prev_fams |= self._module_families(csf, c, 1)
                 if fam in prev_fams:
-                    score = 0.8
+                    score = MATCH_SCORE
                 elif not prev_fams:
-                    score = 0.2
+                    score = UNRESOLVED_SCORE
                 else:
                     continue        # the previous layer does not save its output: no error from here
                 self.ctx.add(kw_sf, kw.lineno, kw.col_offset, "inplace-kwarg",
@@ -694,12 +714,13 @@ class _Inplace(Tracer):
                     if isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Name):
                         where = self._inplace_module(cur_sf, scope, node, node.lineno)
                         if where is not None:
-                            self.ctx.add(where[0], where[1].lineno, where[1].col_offset, "inplace-kwarg", why, 0.95)
+                            self.ctx.add(where[0], where[1].lineno, where[1].col_offset, "inplace-kwarg", why,
+                                         ANOMALY_SCORE)
                 names = bound_names(cur_stmt)
                 if names:
-                    seed = {n: ({fam or "?"}, cur_stmt.lineno, fam or "an earlier operation") for n in names}
+                    seed = {n: _Origin({fam or "?"}, cur_stmt.lineno, fam or "an earlier operation") for n in names}
                     self._scan_inplace(cur_sf, scope, fam, seed=seed, start=cur_stmt.lineno,
-                                       score_match=0.95, why=why)
+                                       score_match=ANOMALY_SCORE, why=why)
                     if len(self.ctx.sites) > before:
                         return True
                     returned = any(isinstance(n, ast.Return) and n.value is not None and
@@ -726,11 +747,11 @@ class _Inplace(Tracer):
             inputs = sorted({a.id for c in walk_stmt(stmt) if isinstance(c, ast.Call) for a in c.args
                              if isinstance(a, ast.Name)} - set(bound_names(stmt)) - {"self", "cls"})
             if inputs:
-                seed = {n: ({fam or "?"}, stmt.lineno, f"'{n}'") for n in inputs}
+                seed = {n: _Origin({fam or "?"}, stmt.lineno, f"'{n}'") for n in inputs}
                 why_in = (f"The anomaly-mode trace shows {m.rel_path}:{m.line} passing {', '.join(inputs)} to an "
                           f"operation that saved it for backward; it is modified in place here.")
-                self._scan_inplace(sf, sf.scope_of(stmt), fam, seed=seed, start=stmt.lineno, score_match=0.95,
-                                   why=why_in)
+                self._scan_inplace(sf, sf.scope_of(stmt), fam, seed=seed, start=stmt.lineno,
+                                   score_match=ANOMALY_SCORE, why=why_in)
                 if len(self.ctx.sites) > before:
                     return True
             self._anomaly_unexplained = (f"The anomaly-mode trace points at {m.rel_path}:{m.line}, but no in-place "
@@ -982,6 +1003,54 @@ class _Inplace(Tracer):
                         if isinstance(n, ast.AugAssign):
                             self.ctx.add(sf, n.lineno, n.target.col_offset, "inplace-augassign",
                                       "A parameter is updated in place between two backward() calls.", 0.6 + bonus)
+
+
+def _score(scan: _Scan, origin: _Origin, kind: str, op_fams: Set[str],
+           used_before: bool) -> Optional[Tuple[float, bool]]:
+    """(score, rebased) of a write of a value of this origin, before penalties; None: no candidate.
+    Rebased: the message's op rewrote a value an earlier op had saved, so autograd names that op."""
+    fam, fams = scan.fam, origin.fams
+    if scan.seed is not None:
+        if not any(origin is o for o in scan.seed_origins):
+            return None         # targeted run: only the value the anomaly trace names
+        return scan.score_match, False
+    if fam and fam in fams:
+        return scan.score_match, False
+    if fam and fam in op_fams and used_before:
+        # the in-place op of the message's family rewrote a tensor an earlier op had saved:
+        # autograd now calls it "the output of <that op>"
+        return scan.score_match, True
+    if "param" in fams:
+        return None if kind == "inplace-subscript" else (PARAM_SCORE, False)
+    if fams & KNOWN_FAMILIES:
+        return (OTHER_FAMILY_SCORE if fam in KNOWN_FAMILIES else KNOWN_FAMILY_SCORE), False
+    if "?mod" in fams or fam not in KNOWN_FAMILIES:
+        return UNRESOLVED_SCORE, False
+    return None                 # not recognisably a tensor op: a dict, a list, a path...
+
+
+def _reason(scan: _Scan, origin: _Origin, target: str, op_fams: Set[str], op_desc: str,
+            used_before: bool, rebased: bool) -> str:
+    """Why the write of ``target`` is a candidate, in the words the fix site shows."""
+    fam, fams, desc = scan.fam, origin.fams, origin.desc
+    if rebased:
+        return (f"'{target}' ({desc if 'param' in fams else 'the output of ' + desc}) was already used "
+                f"by an operation that saved it for backward; {op_desc or 'this call'} then overwrites it "
+                f"in place, which is why the message calls it the output of {fam}.")
+    if "param" in fams and scan.seed is None:
+        return f"The argument '{target}' is modified in place here; the caller may still need it for backward."
+    if scan.why:
+        return scan.why
+    # an int: a line of this file; a str: "file:line" of the caller's file it was handed in from
+    origin_at = (origin.line if isinstance(origin.line, str) else f"line {origin.line}") if origin.line \
+        else "an earlier line"
+    if fam and fams & KNOWN_FAMILIES and fam not in fams and not (fam in op_fams and used_before):
+        # what made this value is not what the message names: a weaker candidate, said so
+        return (f"'{target}' (the output of {desc}, {origin_at}) is modified in place here; the "
+                f"message names the output of {fam}, which this value is not, so it is a weaker "
+                f"candidate (it matters only if an operation saved it for backward).")
+    return (f"'{target}' (the output of {desc}, {origin_at}) is modified in place "
+            f"here, but autograd saved it for backward.")
 
 
 def _is_view_chain(node: ast.AST) -> bool:
