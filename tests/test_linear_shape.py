@@ -91,12 +91,13 @@ def test_a_factorys_parameter_is_left_to_its_callers(tmp_path):
                 return self.b(self.a(x))
     """)
     d = run(tmp_path, log(tmp_path, [("model.py", "return self.b", "forward")], "4x16 and 32x4"))
-    # the factory's Linear(d_in, d_out) serves both blocks: rewriting d_in there breaks block a
-    assert d.fix_sites and d.fix_sites[0].line == line(tmp_path, "model.py", "nn.Linear(d_in")
-    assert "callers choose in_features" in d.fix_sites[0].reason
+    # the factory's Linear(d_in, d_out) serves both blocks: rewriting d_in there breaks block a,
+    # so the fix is the argument of the call that builds block b
+    top = d.fix_sites[0]
+    assert (top.line, top.kind) == (line(tmp_path, "model.py", "self.b = block"), "factory-in-features")
     for p in d.patches:
-        text = new_text(p, "model.py")
-        assert "nn.Linear(d_in, d_out)" in text, p.diff
+        assert "nn.Linear(d_in, d_out)" in new_text(p, "model.py"), p.diff
+    assert "self.b = block(16, 4)" in new_text(d.patches[0], "model.py")
 
 
 def test_a_folded_batch_blames_the_flatten_not_the_layer(tmp_path):

@@ -57,6 +57,21 @@ def in_features(ctx: Context, site: FixSite) -> List[Option]:
     return [Option(summary, "safe", "", {site.path: text})]
 
 
+@fixer("factory-in-features")
+def factory_argument(ctx: Context, site: FixSite) -> List[Option]:
+    shapes = shapes_of(ctx.diag.fields)
+    src = ctx.source(site.path)
+    if not site.write or src is None:
+        return []
+    arg = src.find(site.line, site.col, cst.Arg)
+    if arg is None or src.code(arg.value).strip() == site.write:
+        return []
+    old = src.code(arg.value)
+    text = src.replace(arg.value, lambda n: expr(site.write))
+    return [Option(f"Pass the {shapes.got} features the layer gets: `{old}` -> `{site.write}` at this call of the "
+                   f"layer factory (its other calls build other layers)", "safe", "", {site.path: text})]
+
+
 @fixer("flatten-batch")
 def flatten_batch(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)

@@ -24,6 +24,7 @@ BOUND = 0.05        # ...and it is the layer the crash line calls by name
 NAMED_ONLY = 0.6    # the called layer, with nothing to compare (names from a config)
 FLATTEN_HERE = 0.96   # a flatten that folds the batch, in the crashing function
 FLATTEN_CALLER = 0.9  # ...in a function further up the traceback
+FACTORY = 0.9       # a factory call that passes the message's in_features for the called layer
 MAX_CALLERS = 20    # calls read for what a parameter is given
 
 
@@ -42,7 +43,8 @@ def run(ctx) -> None:
                 "features: the batch dimension was flattened into the features. Flatten from dimension 1 "
                 "(torch.flatten(x, 1), x.view(x.size(0), -1)); the layer's in_features is right.")
         return
-    bound = _bound(csf, crash.line)
+    bound, values = _bound(csf, crash.line)
+    factory_sites(ctx, csf, values, shapes)
     for rel in ctx.search_files(("Linear",)):
         sf = ctx.project.source(rel)
         if sf is None or sf.tree is None:
@@ -133,12 +135,12 @@ def names_self(fn: ast.AST) -> bool:
     return bool(ps) and ps[0] in ("self", "cls")
 
 
-def _bound(sf: SourceFile, line: int) -> Set[Tuple[str, int, int]]:
-    """The ``Linear(...)`` calls assigned to a name that the crash line calls (``self.fc1``,
-    ``self.head`` built as an ``nn.Sequential``)."""
+def _bound(sf: SourceFile, line: int) -> Tuple[Set[Tuple[str, int, int]], List[ast.AST]]:
+    """What is assigned to a name that the crash line calls (``self.fc1``, ``self.head`` built as an
+    ``nn.Sequential``): the ``Linear(...)`` calls in it (keys), and the assigned values."""
     stmt = sf.stmt_at(line)
     if stmt is None:
-        return set()
+        return set(), []
     called = set()
     for n in ast.walk(stmt):
         if isinstance(n, ast.Call):
@@ -148,7 +150,7 @@ def _bound(sf: SourceFile, line: int) -> Set[Tuple[str, int, int]]:
             elif isinstance(f, ast.Name):
                 called.add(("", f.id))
     cls = sf.class_of(stmt)
-    out = set()
+    keys, values = set(), []
     for scope in ([cls] if cls is not None else []) + [sf.scope_of(stmt)]:
         for node in ast.walk(scope):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
@@ -157,8 +159,47 @@ def _bound(sf: SourceFile, line: int) -> Set[Tuple[str, int, int]]:
                 key = (("self", t.attr) if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
                        and t.value.id == "self" else ("", t.id) if isinstance(t, ast.Name) else None)
                 if key in called:
-                    out.update((sf.rel, c.lineno, c.col_offset) for c in linear_calls(node.value))
-    return out
+                    keys.update((sf.rel, c.lineno, c.col_offset) for c in linear_calls(node.value))
+                    values.append(node.value)
+    return keys, values
+
+
+def factory_sites(ctx, sf: SourceFile, values: List[ast.AST], shapes: Shapes, score: float = FACTORY) -> bool:
+    """Calls in ``values`` of a layer factory of this file (``block(32, 4)`` where ``def block(d_in,
+    d_out)`` builds ``nn.Linear(d_in, d_out)``) that pass the message's in_features: the argument is
+    the fix site, since the factory's other calls build other layers."""
+    found = False
+    for value in values:
+        for call in (n for n in ast.walk(value) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+            fn = sf.top_level(call.func.id)
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            names = params(fn)
+            env = scope_names(sf, call)
+            given = dict(zip(names, call.args))
+            given.update({k.arg: k for k in call.keywords if k.arg})
+            for layer in linear_calls(fn):
+                first, second = linear_args(layer)
+                p_in = first.id if isinstance(first, ast.Name) and first.id in given else None
+                if p_in is None:
+                    continue
+                arg = given[p_in]
+                value_node = arg.value if isinstance(arg, ast.keyword) else arg
+                out_node = given.get(second.id) if isinstance(second, ast.Name) else second
+                out_v = evaluate(out_node.value if isinstance(out_node, ast.keyword) else out_node, env)
+                if evaluate(value_node, env) != shapes.expected or (out_v is not None and out_v != shapes.out):
+                    continue
+                same = [n for n, v in env.items() if v == shapes.got]
+                write = same[0] if len(same) == 1 else str(shapes.got)
+                given_text = sf.segment(value_node) or str(shapes.expected)
+                if given_text != str(shapes.expected):
+                    given_text += f" = {shapes.expected}"
+                ctx.add(sf, arg.lineno, arg.col_offset, "factory-in-features",
+                        f"{call.func.id}() builds nn.Linear({p_in}, ...) with {p_in}={given_text}, but that "
+                        f"layer's input has {shapes.got} features: pass {write}.", score)
+                ctx.sites[-1] = replace(ctx.sites[-1], write=write)
+                found = True
+    return found
 
 
 def flatten_call(node: ast.AST) -> bool:

@@ -48,6 +48,9 @@ def explain(rec, msg, exc_frames):
         name, core._where(built), layer.in_features, got)
     site = core._site("construct", built, "nn.Linear(%d, %d)" % (layer.in_features, layer.out_features),
                       module=desc["name"])
+    sites = [site]
+    if len(desc["frames"]) > 1:    # who called the code that built it: a layer factory's caller
+        sites.append(core._site("caller", desc["frames"][1], "called the code that built it"))
     data = {"in_features": layer.in_features, "out_features": layer.out_features, "got": got,
             "module": desc["name"]}
-    return "linear-shape", summary, [site], data
+    return "linear-shape", summary, sites, data
