@@ -206,3 +206,12 @@ def test_shared_vocabulary_has_one_home(name):
             words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
             for marker, home in VOCAB_MARKERS.items():
                 assert marker not in words, f"{name}:{node.lineno} spells out {home}; import it from tracefix.vocab"
+
+
+def test_the_wheel_ships_every_package():
+    """pyproject's package list names every folder of tracefix/ (a family left out installs without it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py")}
+    assert found - listed == set(), "add them to [tool.setuptools] packages"
