@@ -22,7 +22,8 @@ def _detached(src, node: cst.BaseExpression) -> str:
     if _method(node, "detach") and not node.args:
         return f"{src.code(node)}.cpu()"
     code = src.code(node)
-    needs_parens = not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+    needs_parens = not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not getattr(
+        node, "lpar", None)
     return f"({code}).detach().cpu()" if needs_parens else f"{code}.detach().cpu()"
 
 
