@@ -14,7 +14,8 @@ def diag(message, exc_type="RuntimeError", frames=()):
 
 NEAR_MISSES = [
     "element 0 of tensors does not require grad and does not have a grad_fn",
-    "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.",
+    # a look-alike of the backward-twice message, not it
+    "Trying to backward through a graph that was created with torch.compile's inference mode",
     "a leaf Variable that requires grad is being used in an in-place operation.",
     "a view of a leaf Variable that requires grad is being used in an in-place operation.",
     "Output 0 of SplitBackward0 is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.",

@@ -1,0 +1,33 @@
+"""backward-twice patches: ``x`` -> ``x.detach()`` where the freed graph is read."""
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+
+from tracefix.patcher.context import Context, Option, fixer
+from tracefix.patcher.cstedit import expr
+from tracefix.records import FixSite
+
+_UNSURE = {
+    "detach-carried-unsure": "the code does not show whether this state is one tensor or a tuple (an LSTM's (h, c) "
+                             "needs tuple(h.detach() for h in state))",
+    "detach-shared-unsure": "the earlier loss no longer sends gradients into what made this value; nothing between "
+                            "the two backward() calls steps and zeroes them, so that update changes",
+}
+
+
+@fixer("detach-carried", "detach-carried-unsure", "detach-shared", "detach-shared-unsure")
+def detach(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    if src is None or not site.write:
+        return []
+    name = src.find(site.line, site.col, cst.Name)
+    if name is None:
+        return []
+    text = src.replace(name, lambda n: expr(site.write))
+    what = ("stop the previous iteration's graph at this state (truncated backpropagation through time)"
+            if site.kind.startswith("detach-carried") else "score it without backpropagating into what made it")
+    return [Option(f"Detach `{name.value}` where it is read: `{name.value}` -> `{site.write}` ({what}); not "
+                   "retain_graph=True, which keeps every graph alive and backpropagates twice",
+                   "unsafe" if site.kind in _UNSURE else "safe", _UNSURE.get(site.kind, ""), {site.path: text})]
