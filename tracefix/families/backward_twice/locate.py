@@ -149,12 +149,32 @@ def _carried(ctx, sf: SourceFile, loop: ast.AST, body: List[ast.stmt], crash: as
 
 def _detached(ctx, sf: SourceFile, loop: ast.AST, name: str) -> Tuple[str, str]:
     """How to detach the carried state ``name``: a tensor, or an LSTM's (h, c) pair."""
+    helper = _detach_helper(ctx, sf)
+    if helper is not None:      # the project's own (repackage_hidden in pytorch/examples)
+        return "detach-carried", f"{helper}({name})"
     parts = _state_parts(ctx, sf, loop, name)
     if parts == 1:
         return "detach-carried", f"{name}.detach()"
     if parts == 2:
         return "detach-carried", f"tuple(h.detach() for h in {name})"
     return "detach-carried-unsure", f"{name}.detach()"
+
+
+def _detach_helper(ctx, sf: SourceFile) -> Optional[str]:
+    """A module-level function of the crash file that returns its one argument detached (each
+    part of a tuple too): ``def repackage_hidden(h): ... return h.detach() ... return tuple(...)``."""
+    for node in sf.tree.body:
+        if not isinstance(node, ast.FunctionDef) or len(node.args.args) != 1:
+            continue
+        arg = node.args.args[0].arg
+        rets = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
+        detaches = any(isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "detach"
+                       and isinstance(v.func.value, ast.Name) and v.func.value.id == arg for v in rets)
+        recurses = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == node.name
+                       for v in rets for c in ast.walk(v))
+        if detaches and (recurses or len(rets) == 1):
+            return node.name
+    return None
 
 
 def _state_parts(ctx, sf: SourceFile, loop: ast.AST, name: str) -> Optional[int]:
@@ -217,7 +237,8 @@ def _shared(ctx, sf: SourceFile, body: List[ast.stmt], crash: ast.stmt, loss: st
         if first is None or first == loss or _retains(st):
             continue
         theirs = chain(body, first, st.lineno)
-        shared = [d for d in theirs if d in mine]
+        # only graph values: a label or noise tensor from a factory is read by both and frees nothing
+        shared = [d for d in theirs if d in mine and _model_output(sf, getattr(d, "value", None))]
         for d in shared:
             for name in _targets(d):
                 for use in theirs:
@@ -233,6 +254,33 @@ def _shared(ctx, sf: SourceFile, body: List[ast.stmt], crash: ast.stmt, loss: st
                                 f"computation so that only `{loss}` backpropagates into what made it (a GAN's "
                                 "discriminator step scores fake.detach()).", SHARED)
                         ctx.sites[-1] = _with_write(ctx.sites[-1], f"{name}.detach()")
+
+
+def _model_output(sf: SourceFile, value: Optional[ast.AST]) -> bool:
+    """Is ``value`` a module's output: ``netG(z)`` for a ``netG`` that is a module here (built by a
+    class or ``nn.*`` call, or whose ``.parameters()`` an optimizer takes), ``self.encoder(x)``?"""
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+        return True
+    if not isinstance(f, ast.Name):
+        return False
+    if f"{f.id}.parameters(" in sf.text:
+        return True
+    for node in ast.walk(sf.tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        for t in node.targets:
+            pairs = (zip(t.elts, node.value.elts) if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                     and len(t.elts) == len(node.value.elts) else [(t, node.value)])
+            for tt, vv in pairs:
+                if isinstance(tt, ast.Name) and tt.id == f.id and isinstance(vv, ast.Call):
+                    name = last_name(vv.func)
+                    if name[:1].isupper() or (isinstance(vv.func, ast.Attribute) and
+                                              isinstance(vv.func.value, ast.Name) and vv.func.value.id == "nn"):
+                        return True
+    return False
 
 
 def _retains(st: ast.stmt) -> bool:
