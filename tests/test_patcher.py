@@ -17,7 +17,8 @@ from tracefix.records import Diagnosis, FixSite, Frame, Traceback
 CASES = Path(__file__).parent / "patch_cases"
 BOM = b"\xef\xbb\xbf"
 MARK = re.compile(rb"# FIX: ([a-z0-9-]+)")
-FIELDS = re.compile(rb"# FIELDS: (\w+)=(\S+)")
+FIELDS = re.compile(rb"# FIELDS:((?: \w+=[^\s#]+)+)")
+WRITE = re.compile(rb"# WRITE: ([^#]+)")
 
 
 def _cases():
@@ -57,14 +58,16 @@ def find_site(root: Path, names, score: float = 1.0, comment_ok: bool = False):
         for i, line in enumerate(data.splitlines(), start=1):
             m = FIELDS.search(line)
             if m:
-                fields = ((m.group(1).decode(), m.group(2).decode()),)
+                fields = tuple(tuple(kv.split("=", 1)) for kv in m.group(1).decode().split())
         for i, line in enumerate(data.splitlines(), start=1):
             m = MARK.search(line)
             if m and (comment_ok or not line.lstrip(BOM).lstrip().startswith(b"#")):
                 text = line.lstrip(BOM).decode()
                 col = len(text) - len(text.lstrip())
+                w = WRITE.search(line)       # what the locator worked out to write (FixSite.write)
                 return FixSite(path=name, line=i, code=text.strip(), local_path=str(root / name), col=col,
-                               reason="fixture", kind=m.group(1).decode(), score=score), fields
+                               reason="fixture", kind=m.group(1).decode(), score=score,
+                               write=w.group(1).decode().strip() if w else ""), fields
     return None, fields
 
 

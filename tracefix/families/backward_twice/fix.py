@@ -1,6 +1,7 @@
 """backward-twice patches: ``x`` -> ``x.detach()`` where the freed graph is read."""
 from __future__ import annotations
 
+import re
 from typing import List
 
 import libcst as cst
@@ -17,12 +18,31 @@ _UNSURE = {
 }
 
 
+def read_name(ctx: Context, src, site: FixSite, write: str):
+    """The name on the site's line that ``write`` detaches: read there (not assigned), not already
+    detached, nearest the site's column; None when the line already reads it as ``write``."""
+    lines = (ctx.text(site.path) or "").split("\n")
+    if site.line > len(lines) or write in lines[site.line - 1].split("#")[0]:
+        return None
+    wanted = set(re.findall(r"[A-Za-z_]\w*", write))
+    cands = []
+    for n in src.all_on_line(site.line, cst.Name):
+        parents = list(src.ancestors(n))
+        if n.value not in wanted or any(isinstance(a, (cst.AssignTarget, cst.Attribute)) and (
+                isinstance(a, cst.AssignTarget) or a.attr is n) for a in parents[:3]):
+            continue
+        cands.append(n)
+    if not cands:
+        return None
+    return min(cands, key=lambda n: abs(src.positions[n].start.column - site.col))
+
+
 @fixer("detach-carried", "detach-carried-unsure", "detach-shared", "detach-shared-unsure")
 def detach(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)
     if src is None or not site.write:
         return []
-    name = src.find(site.line, site.col, cst.Name)
+    name = read_name(ctx, src, site, site.write)
     if name is None:
         return []
     text = src.replace(name, lambda n: expr(site.write))

@@ -69,6 +69,8 @@ def numpy_append(ctx: Context, site: FixSite) -> List[Option]:
     if call is None:
         return []
     value = call.args[0].value
+    if any(_method(value, m) for m in ("item", "detach", "cpu", "numpy", "tolist")):
+        return []          # already stored as a number or a detached copy
     if isinstance(value, cst.Name) and _scalar(src, value.value, src.scope_of(call)):
         new, how = f"{value.value}.item()", "a Python number (it is a scalar: backward() ran on it)"
     else:
@@ -83,8 +85,16 @@ def numpy_arg(ctx: Context, site: FixSite) -> List[Option]:
     src = ctx.source(site.path)
     if src is None:
         return []
-    name = src.find(site.line, site.col, cst.Name)
-    if name is None:
+    lines = (ctx.text(site.path) or "").split("\n")
+    def read(n: cst.Name) -> bool:       # a value read here: not an attribute name, a callee or a target
+        up = list(src.ancestors(n))[:3]
+        return not (up and ((isinstance(up[0], cst.Attribute) and up[0].attr is n)
+                            or (isinstance(up[0], cst.Call) and up[0].func is n)
+                            or any(isinstance(a, cst.AssignTarget) for a in up)))
+
+    names = [n for n in src.all_on_line(site.line, cst.Name) if read(n)]
+    name = min(names, key=lambda n: abs(src.positions[n].start.column - site.col), default=None)
+    if name is None or f"{name.value}.detach()" in lines[site.line - 1].split("#")[0]:
         return []
     new = f"{name.value}.detach().cpu().numpy()"
     text = src.replace(name, lambda n: expr(new))

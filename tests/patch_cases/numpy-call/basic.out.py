@@ -1,0 +1,4 @@
+import torch
+
+w = torch.ones(3, requires_grad=True)
+y = (w * 2).detach().cpu().numpy()  # FIX: numpy-call
