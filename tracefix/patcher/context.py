@@ -64,6 +64,22 @@ class Context:
             self._sources[key] = Source.parse(str(text), keep)
         return self._sources[key]
 
+    def frame_files(self) -> List[str]:
+        """The traceback's files (its anomaly trace's too) that are under the root, as relative paths."""
+        rels: List[str] = []
+        tb = self.diag.traceback
+        for frame in (*tb.frames, *tb.anomaly_frames):
+            path = frame.path.replace("\\", "/")
+            if "site-packages/" in path or "dist-packages/" in path or path.startswith("<"):
+                continue
+            parts = [p for p in path.split("/") if p and p != "."]
+            for k in range(len(parts)):
+                tail = "/".join(parts[k:])
+                if (self.root / tail).is_file():
+                    rels.append(tail)
+                    break
+        return rels
+
     def needs_whole(self) -> None:
         """Parse every file whole from now on (a fixer asked a partly parsed one about the rest)."""
         self.in_part = False

@@ -273,28 +273,12 @@ def wrap_autocast(loop: Source, others: Sequence[Source], dtype: str) -> Optiona
     return None
 
 
-def _frame_files(ctx: Context) -> List[str]:
-    rels: List[str] = []
-    tb = ctx.diag.traceback
-    for frame in (*tb.frames, *tb.anomaly_frames):
-        path = frame.path.replace("\\", "/")
-        if "site-packages/" in path or "dist-packages/" in path or path.startswith("<"):
-            continue
-        parts = [p for p in path.split("/") if p and p != "."]
-        for k in range(len(parts)):
-            tail = "/".join(parts[k:])
-            if (ctx.root / tail).is_file():
-                rels.append(tail)
-                break
-    return rels
-
-
 def _candidates(ctx: Context, rel: str) -> List[str]:
     names = [rel]
     if ctx.diag.crash_site is not None:
         names.append(ctx.diag.crash_site.path)
     names += [s.path for s in ctx.diag.fix_sites]
-    names += _frame_files(ctx)
+    names += ctx.frame_files()
     # the locator may not name the training script: look beside the fix site (cheap, bounded)
     folder = (ctx.root / rel).parent
     try:

@@ -17,19 +17,6 @@ from tracefix.records import FixSite
 _LOADS = ("load_state_dict(", "torch.load(", "from_pretrained(", "load_checkpoint(")
 
 
-def _frame_files(ctx: Context) -> List[str]:
-    """The traceback's files that are under the root (relative paths)."""
-    rels: List[str] = []
-    for frame in ctx.diag.traceback.frames:
-        parts = [p for p in frame.path.replace("\\", "/").split("/") if p and p != "."]
-        if "site-packages" in parts or "dist-packages" in parts:
-            continue
-        tail = next(("/".join(parts[k:]) for k in range(len(parts)) if (ctx.root / "/".join(parts[k:])).is_file()), None)
-        if tail is not None:
-            rels.append(tail)
-    return rels
-
-
 @fixer("linear-in-features")
 def in_features(ctx: Context, site: FixSite) -> List[Option]:
     shapes = shapes_of(ctx.diag.fields)
@@ -50,7 +37,7 @@ def in_features(ctx: Context, site: FixSite) -> List[Option]:
     text = src.replace(arg.value, lambda n: expr(site.write))
     summary = (f"Build the layer for the {shapes.got} features it gets: `{old}` -> `{site.write}` as in_features "
                f"(the input is {shapes.rows}x{shapes.got}; the layer was built for {shapes.expected})")
-    loads = sorted(rel for rel in {site.path, *_frame_files(ctx)} if any(w in (ctx.text(rel) or "") for w in _LOADS))
+    loads = sorted(rel for rel in {site.path, *ctx.frame_files()} if any(w in (ctx.text(rel) or "") for w in _LOADS))
     if loads:
         return [Option(summary, "unsafe", f"{', '.join(loads)} loads saved weights: a checkpoint written "
                        f"with in_features={shapes.expected} no longer loads into this layer", {site.path: text})]
