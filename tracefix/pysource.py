@@ -324,6 +324,12 @@ class SourceFile:
         return out
 
 
+def param_names(fn: ast.AST) -> List[str]:
+    """A function's parameter names, positional-only first, keyword-only last ([] for a non-function)."""
+    a = getattr(fn, "args", None)
+    return [] if a is None else [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+
+
 def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """Nodes of a function/module body, not descending into nested functions, lambdas or classes."""
     stack = list(ast.iter_child_nodes(scope))

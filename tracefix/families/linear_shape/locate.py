@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set, Tuple
 
-from tracefix.families.linear_shape.shapes import (Shapes, evaluate, from_caller, linear_args, linear_calls, params,
+from tracefix.families.linear_shape.shapes import (Shapes, evaluate, from_caller, linear_args, linear_calls,
                                                    replacement, scope_names, shapes_of)
-from tracefix.pysource import SourceFile, last_name, own_nodes
+from tracefix.pysource import SourceFile, last_name, own_nodes, param_names
 from tracefix.record import replace
 
 BOTH = 0.9          # in_features and out_features both read as the message says
@@ -108,7 +108,7 @@ def passed_in(ctx, sf: SourceFile, call: ast.Call) -> Dict[str, int]:
         return {}
     cls = sf.class_of(fn)
     name = cls.name if fn.name == "__init__" and cls is not None else fn.name
-    names = params(fn)[1:] if fn.name == "__init__" or (names_self(fn)) else params(fn)
+    names = param_names(fn)[1:] if fn.name == "__init__" or (names_self(fn)) else param_names(fn)
     seen: Dict[str, Set[Optional[int]]] = {}
     calls = 0
     for rel in ctx.search_files((name,)):
@@ -131,7 +131,7 @@ def passed_in(ctx, sf: SourceFile, call: ast.Call) -> Dict[str, int]:
 
 
 def names_self(fn: ast.AST) -> bool:
-    ps = params(fn)
+    ps = param_names(fn)
     return bool(ps) and ps[0] in ("self", "cls")
 
 
@@ -174,7 +174,7 @@ def factory_sites(ctx, sf: SourceFile, values: List[ast.AST], shapes: Shapes, sc
             fn = sf.top_level(call.func.id)
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            names = params(fn)
+            names = param_names(fn)
             env = scope_names(sf, call)
             given = dict(zip(names, call.args))
             given.update({k.arg: k for k in call.keywords if k.arg})

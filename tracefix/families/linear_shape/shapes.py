@@ -5,8 +5,9 @@ Pure and cheap: shared by the family's locate and fix steps.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
+from tracefix.pysource import param_names
 from tracefix.record import record
 
 LINEAR_CALLS = ("Linear",)          # LazyLinear infers in_features and cannot raise this
@@ -165,13 +166,7 @@ def from_caller(sf, call: ast.Call) -> Optional[str]:
     fn = sf.scope_of(call)
     if not isinstance(first, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
-    return first.id if first.id in params and first.id not in defaults(fn) else None
-
-
-def params(fn: ast.AST) -> List[str]:
-    a = getattr(fn, "args", None)
-    return [] if a is None else [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    return first.id if first.id in param_names(fn) and first.id not in defaults(fn) else None
 
 
 def replacement(sf, call: ast.Call, expected: int, got: int, names: Dict[str, int]) -> str:
@@ -194,7 +189,7 @@ def replacement(sf, call: ast.Call, expected: int, got: int, names: Dict[str, in
             best = (rank, sf.segment(out_expr))
     if best is not None and best[1]:
         return best[1]
-    same = [n for n in params(scope) if names.get(n) == got and n != "self"]
+    same = [n for n in param_names(scope) if names.get(n) == got and n != "self"]
     if len(same) == 1:
         return same[0]
     old = factors(first) if first is not None else None

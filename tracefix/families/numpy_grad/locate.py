@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from tracefix.pysource import SourceFile, own_nodes
+from tracefix.pysource import SourceFile, own_nodes, param_names
 
 DIRECT = 0.9         # .numpy() on the crash line
 APPEND = 0.9         # the append that stored a live tensor in the list numpy got
@@ -59,12 +59,12 @@ def _follow(ctx, depth: int, sf: SourceFile, stmt: ast.AST, arg: ast.Name) -> No
                 APPEND - PER_FRAME * depth)
     if appends:
         return
-    if name in _params(scope) and depth + 1 < len(ctx.mapped):
+    if name in param_names(scope) and depth + 1 < len(ctx.mapped):
         caller = ctx.mapped[depth + 1]
         csf = ctx.project.source(caller.rel_path)
         cstmt = csf.stmt_at(caller.line) if csf is not None and csf.tree is not None else None
         if cstmt is not None:
-            passed = _passed(cstmt, getattr(scope, "name", ""), _params(scope), name)
+            passed = _passed(cstmt, getattr(scope, "name", ""), param_names(scope), name)
             if isinstance(passed, ast.Name):
                 _follow(ctx, depth + 1, csf, cstmt, passed)
         return
@@ -101,11 +101,6 @@ def _tensor_like(expr: ast.AST) -> bool:
         if isinstance(root, ast.Name) and root.id in ("np", "numpy"):
             return False
     return not _not_a_tensor(expr)
-
-
-def _params(scope: ast.AST) -> List[str]:
-    a = getattr(scope, "args", None)
-    return [] if a is None else [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
 
 
 def _passed(stmt: ast.AST, func: str, params: List[str], name: str) -> Optional[ast.AST]:
