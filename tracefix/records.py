@@ -141,6 +141,10 @@ class FixSite(Site):
     # The expression the locator worked out for the fix from the whole project (the name a
     # layer's in_features should read); the fixer writes it.
     write: str = ""
+    # The expressions one fix of this site rewrites, this site's own first, then the others it
+    # must change to cover every use (the labels built for the validation set too), each as
+    # "path:line:col:end_line:end_col" (columns in characters, the end exclusive).
+    spans: Tuple[str, ...] = ()
 
 
 SAFE, UNSAFE, INSUFFICIENT = "safe", "unsafe", "insufficient"

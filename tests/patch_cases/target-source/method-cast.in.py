@@ -1,0 +1,4 @@
+import torch
+
+X = torch.randn(8, 2)
+y = (X[:, 0] > 0).float()  # FIX: target-source

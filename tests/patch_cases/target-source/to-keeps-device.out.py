@@ -1,0 +1,3 @@
+import torch
+
+y = torch.zeros(4).to("cpu", dtype=torch.long)  # FIX: target-source

@@ -1,0 +1,1 @@
+"""target-dtype: a loss got labels of the wrong dtype."""
