@@ -60,6 +60,34 @@ def is_dtype_method(node: ast.AST) -> bool:
     return False
 
 
+def makes(node: ast.AST, want: str) -> bool:
+    """Does this builder surely make ``want`` (a dtype as messages name it: "Long", "Float")?"""
+    names = {"Long": ("long", "int64"), "Float": ("float", "float32"), "Double": ("double", "float64"),
+             "Half": ("half", "float16"), "BFloat16": ("bfloat16",)}[want]
+    if is_dtype_method(node):
+        f = node.func
+        if f.attr in names:
+            return True
+        arg = keyword(node, "dtype").value if keyword(node, "dtype") else (node.args[0] if node.args else None)
+        return arg is not None and dotted(arg).rpartition(".")[2] in names
+    if isinstance(node, ast.Call):
+        kw = keyword(node, "dtype")
+        if kw is not None:
+            return dotted(kw.value).rpartition(".")[2] in names
+        return last_name(node.func) == f"{want}Tensor"
+    return False
+
+
+def span(sf: SourceFile, node: ast.AST) -> str:
+    """"path:line:col:end_line:end_col" of ``node``, columns in characters."""
+    def chars(line: int, col: int) -> int:
+        return len(sf.line_text(line).encode("utf-8")[:col].decode("utf-8", "ignore"))
+
+    end = node.end_lineno or node.lineno
+    return (f"{sf.rel}:{node.lineno}:{chars(node.lineno, node.col_offset)}:{end}:"
+            f"{chars(end, node.end_col_offset or 0)}")
+
+
 class BatchTracer(ValueTracer):
     """:class:`ValueTracer` plus :meth:`built`."""
 

@@ -13,7 +13,7 @@ import ast
 from tracefix.record import replace
 from typing import Dict, List, Optional, Tuple
 
-from tracefix.locator.batches import BatchTracer, Built, is_dtype_method
+from tracefix.locator.batches import BatchTracer, Built, makes, span
 from tracefix.pysource import SourceFile, dotted, keyword, last_name
 
 SOURCE = 0.9          # the expression that builds the labels, covering every call of the loss
@@ -99,13 +99,16 @@ def _from_backward(tracer, sf, scope, stmt, line) -> List[Tuple[ast.Call, ast.AS
 def _locate(ctx, tracer: BatchTracer, sf: SourceFile, scope: ast.AST, call: ast.Call, target: ast.AST,
             line: int, want: str) -> None:
     built = tracer.built(sf, scope, target, line, frame=0)
-    mine = [b for b in built if not _already(b.node, want)]
+    mine = [b for b in built if not makes(b.node, want)]
     if built and not mine:
         return          # the labels are built right already: the code no longer matches the log
     others, untraced = [], []
     for osf, ocall, otarget in _other_calls(ctx, tracer, sf, call):
-        found = _builders(tracer, osf, osf.scope_of(ocall), otarget, ocall.lineno, want, frame=None)
-        (others.extend(found) if found else untraced.append(f"{osf.rel}:{ocall.lineno}"))
+        found = tracer.built(osf, osf.scope_of(ocall), otarget, ocall.lineno, frame=None)
+        if found:
+            others.extend(b for b in found if not makes(b.node, want))
+        else:
+            untraced.append(f"{osf.rel}:{ocall.lineno}")
     loss = sf.segment(call.func) or "the loss"
     for b in _unique(mine):
         rest = [o for o in _unique(mine + others) if _key(o) != _key(b)]
@@ -132,39 +135,6 @@ def _spans(ctx, places: List[Built]) -> None:
     """The last site rewrites ``places`` (its own expression first) in one patch."""
     site = ctx.sites[-1]
     ctx.sites[-1] = replace(site, spans=tuple(span(p.sf, p.node) for p in places))
-
-
-def span(sf: SourceFile, node: ast.AST) -> str:
-    """"path:line:col:end_line:end_col" of ``node``, columns in characters."""
-    def chars(line: int, col: int) -> int:
-        return len(sf.line_text(line).encode("utf-8")[:col].decode("utf-8", "ignore"))
-
-    end = node.end_lineno or node.lineno
-    return (f"{sf.rel}:{node.lineno}:{chars(node.lineno, node.col_offset)}:{end}:"
-            f"{chars(end, node.end_col_offset or 0)}")
-
-
-def _builders(tracer, sf, scope, target, line, want, frame) -> List[Built]:
-    """The builders of ``target`` that do not already make ``want``."""
-    return [b for b in tracer.built(sf, scope, target, line, frame=frame) if not _already(b.node, want)]
-
-
-def _already(node: ast.AST, want: str) -> bool:
-    """Does this builder already make the wanted dtype (``.long()``, ``dtype=torch.long``)?"""
-    names = {"Long": ("long", "int64"), "Float": ("float", "float32"), "Double": ("double", "float64"),
-             "Half": ("half", "float16"), "BFloat16": ("bfloat16",)}[want]
-    if is_dtype_method(node):
-        f = node.func
-        if f.attr in names:
-            return True
-        arg = keyword(node, "dtype").value if keyword(node, "dtype") else (node.args[0] if node.args else None)
-        return arg is not None and dotted(arg).rpartition(".")[2] in names
-    if isinstance(node, ast.Call):
-        kw = keyword(node, "dtype")
-        if kw is not None:
-            return dotted(kw.value).rpartition(".")[2] in names
-        return last_name(node.func) == f"{want}Tensor"
-    return False
 
 
 def _other_calls(ctx, tracer, sf: SourceFile, call: ast.Call) -> List[Tuple[SourceFile, ast.Call, ast.AST]]:
