@@ -98,12 +98,14 @@ class BatchTracer(ValueTracer):
         to the argument the caller on the traceback passed."""
         out: List[Built] = []
         self._seen: set = set()
+        self.entries: List[Tuple[SourceFile, ast.Call]] = []    # the calls into a module's forward passed
         self._follow(sf, scope, expr, line, (), 0, frame, (), out)
         return out[:MAX_BUILT]
 
     def _follow(self, sf: SourceFile, scope: ast.AST, expr: ast.AST, line: int, picks: Tuple[Pick, ...],
                 depth: int, frame: Optional[int], trail: Tuple[str, ...], out: List[Built]) -> None:
-        key = (sf.rel, getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0), picks)
+        key = (sf.rel, getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0), getattr(expr, "end_lineno", 0),
+               getattr(expr, "end_col_offset", 0), picks)
         if depth > MAX_HOPS or len(out) >= MAX_BUILT or key in self._seen:
             return
         self._seen.add(key)
@@ -159,8 +161,12 @@ class BatchTracer(ValueTracer):
         """A parameter: the argument the caller on the traceback passed, else every caller's."""
         if frame is not None and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found = self.caller_argument(fn, name, frame)
+            if found is None and fn.name in ("forward", "__call__"):
+                found = self._module_caller(fn, name, frame)
             if found is not None:
                 csf, call, arg, cline = found
+                if fn.name in ("forward", "__call__"):
+                    self.entries.append((csf, call))
                 self._follow(csf, csf.scope_of(call), arg, cline, picks, depth, frame + 1, trail, out)
                 return
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -169,6 +175,27 @@ class BatchTracer(ValueTracer):
             arg = argument_for(fn, call, name)
             if arg is not None:
                 self._follow(csf, csf.scope_of(call), arg, call.lineno, picks, depth, None, trail, out)
+
+    def _module_caller(self, fn: ast.AST, name: str, frame: int):
+        """``model(x)`` on the traceback's next frame ran ``fn`` (a forward): (file, call, the
+        argument for ``name``, line)."""
+        if frame + 1 >= len(self.ctx.mapped):
+            return None
+        outer = self.ctx.mapped[frame + 1]
+        osf = self.project.source(outer.rel_path)
+        stmt = osf.stmt_at(outer.line) if osf is not None and osf.tree is not None else None
+        if stmt is None:
+            return None
+        positional = [p for p in param_names(fn) if p not in ("self", "cls")]
+        calls = [c for c in ast.walk(stmt) if isinstance(c, ast.Call) and c.args and _callable_module(c.func)]
+        mine = [c for c in calls if any(d is fn for _s, d in self.module_call(osf, osf.scope_of(stmt), c.func, outer.line))]
+        for call in mine or calls[:1]:
+            arg = next((k.value for k in call.keywords if k.arg == name), None)
+            if arg is None and name in positional and positional.index(name) < len(call.args):
+                arg = call.args[positional.index(name)]
+            if arg is not None and not isinstance(arg, ast.Starred):
+                return osf, call, arg, outer.line
+        return None
 
     def _call(self, sf, scope, call: ast.Call, line, picks, depth, frame, trail, out) -> None:
         func = call.func
@@ -199,8 +226,10 @@ class BatchTracer(ValueTracer):
         elif name in SPLITS and first is not None:
             rest = picks[1:] if picks and isinstance(picks[0], int) else picks   # a, b = random_split(ds, ...)
             self._follow(sf, scope, first, line, rest, depth, frame, trail, out)
-        else:
-            self._project_call(sf, scope, call, line, picks, depth, trail, out)
+        elif not self._project_call(sf, scope, call, line, picks, depth, trail, out) and first is not None \
+                and all(p is ITEM for p in picks) and _keeps_input_dtype(func):
+            # a layer (self.fc1(x)) or a function (F.relu(x)) computes in its input's dtype
+            self._follow(sf, scope, first, line, picks, depth, frame, trail, out)
 
     def _loader(self, sf, scope, call: ast.Call, line, picks, depth, frame, trail, out) -> None:
         collate = keyword(call, "collate_fn")
@@ -216,23 +245,25 @@ class BatchTracer(ValueTracer):
         if ds is not None:
             self._follow(sf, scope, ds, line, picks, depth, frame, trail, out)
 
-    def _project_call(self, sf, scope, call: ast.Call, line, picks, depth, trail, out) -> None:
-        """A project class (a Dataset: one item is what ``__getitem__`` returns) or function."""
+    def _project_call(self, sf, scope, call: ast.Call, line, picks, depth, trail, out) -> bool:
+        """A project class (a Dataset: one item is what ``__getitem__`` returns) or function;
+        False when the call is neither."""
         found = self.resolve_def(sf, call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
         if found is None:
-            return
+            return False
         fsf, node = found
         if isinstance(node, ast.ClassDef):
             get = method(node, "__getitem__")
             if get is None or not picks or picks[0] is not ITEM:
-                return
+                return True
             for r in returns(get)[:3]:
                 if r.value is not None:
                     self._follow(fsf, get, r.value, r.lineno, picks[1:], depth, None, trail, out)
-            return
+            return True
         for r in returns(node)[:3]:
             if r.value is not None:
                 self._follow(fsf, node, r.value, r.lineno, picks, depth, None, trail, out)
+        return True
 
 
 def _is_factory(func: ast.AST) -> bool:
@@ -242,6 +273,21 @@ def _is_factory(func: ast.AST) -> bool:
         return True
     return head in ("np", "numpy") and tail in ("array", "asarray", "zeros", "ones", "stack", "concatenate",
                                                   "loadtxt", "genfromtxt", "load", "random.rand", "random.randn")
+
+
+def _callable_module(func: ast.AST) -> bool:
+    """``model``, ``self.encoder``: a callee that may be a module (not ``torch.x``, ``F.x``, ``np.x``)."""
+    root = dotted(func).split(".")[0]
+    return bool(root) and root not in ("torch", "F", "nn", "np", "numpy", "math", "print", "len", "float", "int")
+
+
+def _keeps_input_dtype(func: ast.AST) -> bool:
+    """A layer held by ``self`` or a torch function: its result has its first argument's dtype."""
+    d = dotted(func)
+    head = d.split(".")[0]
+    if head == "self":
+        return True
+    return head in ("torch", "F", "nn") and d.rpartition(".")[2] not in TENSOR_FACTORIES
 
 
 def _params(fn: ast.AST) -> List[str]:

@@ -1,0 +1,3 @@
+import torch
+
+x = torch.randn(4, 3).float()  # FIX: input-source

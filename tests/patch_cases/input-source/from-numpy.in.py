@@ -1,0 +1,4 @@
+import numpy as np
+import torch
+
+X = torch.from_numpy(np.random.rand(8, 3))  # FIX: input-source

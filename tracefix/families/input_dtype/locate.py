@@ -1,0 +1,127 @@
+"""input-dtype: where the data that reached a layer in the wrong dtype enters torch.
+
+The layer calls on the crash line (often inside the model's ``forward``) name their input; it is
+followed out of ``forward`` to the call of the model on the traceback, and on through the data
+pipeline (:mod:`tracefix.locator.batches`) to the expressions that build it: ``torch.from_numpy``,
+``torch.tensor`` of a float64 array, a ``.double()``.  The model's other calls (an evaluation pass)
+are followed too, so that one patch covers every path into the model (:attr:`FixSite.spans`).
+A cast at every call of the model is the fallback; ``model.double()`` is never offered.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from tracefix.locator.batches import BatchTracer, Built, makes, span
+from tracefix.pysource import SourceFile, dotted, last_name
+from tracefix.record import replace
+
+SOURCE = 0.9
+SOURCE_UNSURE = 0.8
+CAST = 0.6
+CAST_ONLY = 0.75
+MAX_CALLS = 12
+NAMES = {"double": "Double", "float64": "Double", "float": "Float", "float32": "Float", "half": "Half",
+         "float16": "Half", "bfloat16": "BFloat16", "long": "Long", "int64": "Long", "int": "Int", "int32": "Int"}
+
+
+def dtypes(fields: Dict[str, str]) -> Tuple[str, str]:
+    """(the data's dtype, the weights' dtype) as messages name them ("Double", "Float"); "" unknown.
+
+    ``expected m1 and m2 ...`` names the operands in call order, which may put the weight first: a
+    float64 / float32 pair is read as float64 data, the common case."""
+    got, want = (NAMES.get(fields.get(k, "").lower().replace("torch.", "").replace("tensor", ""), "")
+                 for k in ("got", "want"))
+    if {got, want} == {"Double", "Float"}:
+        return "Double", "Float"
+    if not got and not want:            # mixed dtype (CPU): float64 data is by far the usual cause
+        return "", "Float"
+    return got, want
+
+
+def run(ctx) -> None:
+    got, want = dtypes(dict(ctx.diag.fields))
+    if want != "Float" or not ctx.mapped:
+        return          # a half/bfloat16 model is the precision families' story, not the data's
+    crash = ctx.mapped[0]
+    sf = ctx.project.source(crash.rel_path)
+    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
+    if stmt is None:
+        return
+    tracer = BatchTracer(ctx)
+    scope = sf.scope_of(stmt)
+    built: List[Built] = []
+    entry: Optional[Tuple[SourceFile, ast.Call]] = None
+    for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call) and n.args):
+        found = tracer.built(sf, scope, call.args[0], crash.line, frame=0)
+        if found:
+            built += found
+            entry = entry or (tracer.entries[-1] if tracer.entries else (sf, call))
+            break
+    mine = _unique([b for b in built if not makes(b.node, want)])
+    if built and not mine:
+        return          # built as float32 already: the code no longer matches the log
+    if entry is None:
+        return
+    esf, ecall = entry
+    others, untraced = [], []
+    for osf, ocall in _other_calls(ctx, esf, ecall):
+        found = tracer.built(osf, osf.scope_of(ocall), ocall.args[0], ocall.lineno, frame=None)
+        if found:
+            others += [b for b in found if not makes(b.node, want)]
+        else:
+            untraced.append(f"{osf.rel}:{ocall.lineno}")
+    model = esf.segment(ecall.func) or "the model"
+    data = {"Double": "float64", "Long": "int64", "Int": "int32"}.get(got, "another dtype")
+    for b in mine:
+        rest = [o for o in _unique(mine + others) if _key(o) != _key(b)]
+        note = f"; the same fix covers {', '.join(o.where for o in rest)}" if rest else ""
+        kind, score = "input-source", SOURCE
+        if untraced:
+            kind, score = "input-source-unsure", SOURCE_UNSURE
+            note += f"; the input of `{model}` at {', '.join(untraced)} was not traced to where it is built"
+        ctx.add(b.sf, b.node.lineno, b.node.col_offset, kind,
+                f"`{_short(b.sf, b.node)}` makes the {data} data that reaches `{model}` "
+                f"({esf.rel}:{ecall.lineno}), whose weights are float32{note}.", score)
+        ctx.sites[-1] = replace(ctx.sites[-1], spans=tuple(span(p.sf, p.node) for p in [b] + rest))
+    calls = [(esf, ecall)] + _other_calls(ctx, esf, ecall)
+    arg = ecall.args[0]
+    ctx.add(esf, arg.lineno, arg.col_offset, "input-cast",
+            f"cast the input `{esf.segment(arg)}` of `{model}` to float32 at the call"
+            + (f" (and at its {len(calls) - 1} other call(s))" if len(calls) > 1 else ""),
+            CAST if mine else CAST_ONLY)
+    ctx.sites[-1] = replace(ctx.sites[-1], spans=tuple(span(s, c.args[0]) for s, c in calls))
+
+
+def _other_calls(ctx, sf: SourceFile, call: ast.Call) -> List[Tuple[SourceFile, ast.Call]]:
+    """Every other call of the same model (same callee text) in the project's files."""
+    callee = dotted(call.func) or last_name(call.func)
+    out = []
+    for _rel, osf in ctx.sources(ctx.search_files((last_name(call.func),))):
+        if osf.tree is None:
+            continue
+        for node in ast.walk(osf.tree):
+            if isinstance(node, ast.Call) and node is not call and node.args \
+                    and not isinstance(node.args[0], ast.Starred) and (dotted(node.func) or last_name(node.func)) == callee:
+                out.append((osf, node))
+        if len(out) >= MAX_CALLS:
+            break
+    return out[:MAX_CALLS]
+
+
+def _key(b: Built) -> Tuple[str, int, int]:
+    return b.sf.rel, b.node.lineno, b.node.col_offset
+
+
+def _unique(items: List[Built]) -> List[Built]:
+    seen, out = set(), []
+    for b in items:
+        if _key(b) not in seen:
+            seen.add(_key(b))
+            out.append(b)
+    return out
+
+
+def _short(sf: SourceFile, node: ast.AST) -> str:
+    text = " ".join((sf.segment(node) or "").split())
+    return text if len(text) <= 70 else text[:67] + "..."
