@@ -14,7 +14,7 @@ import ast
 from typing import List, Optional, Tuple
 
 from tracefix.locator.tracing import ValueTracer, argument_for, method, returns
-from tracefix.pysource import SourceFile, dotted, keyword, last_name, param_names
+from tracefix.pysource import SourceFile, dotted, keyword, last_name, own_nodes, param_names
 from tracefix.vocab import TENSOR_FACTORIES
 
 ITEM = "<item>"                 # one sample (or row) of a loader, a dataset, a tensor
@@ -98,6 +98,7 @@ class BatchTracer(ValueTracer):
         to the argument the caller on the traceback passed."""
         out: List[Built] = []
         self._seen: set = set()
+        self._bound: dict = {}      # (file, def line, parameter) -> what it is bound to (a collate_fn's batch)
         self.entries: List[Tuple[SourceFile, ast.Call]] = []    # the calls into a module's forward passed
         self._follow(sf, scope, expr, line, (), 0, frame, (), out)
         return out[:MAX_BUILT]
@@ -135,14 +136,25 @@ class BatchTracer(ValueTracer):
             if found is not None:
                 csf, value = found
                 self._follow(csf, csf.scope_of(value), value, value.lineno, picks, nxt, None, trail, out)
+        elif not [p for p in picks if p is not ITEM] and isinstance(expr, ast.BinOp) and _operands(expr):
+            # (img - 0.2) / 0.3: a Python number does not change a tensor's dtype; the tensors do
+            for operand in _operands(expr):
+                self._follow(sf, scope, operand, line, picks, nxt, frame, trail, out)
         elif not [p for p in picks if p is not ITEM] and isinstance(expr, (ast.BinOp, ast.Compare, ast.UnaryOp)):
             out.append(Built(sf, expr, trail))
 
     def _name(self, sf, scope, expr: ast.Name, line, picks, depth, frame, trail, out) -> None:
         if expr.id in _params(scope):
-            self._param(sf, scope, expr.id, picks, depth, frame, trail, out)
+            bound = self._bound.get((sf.rel, getattr(scope, "lineno", 0), expr.id))
+            if bound is not None:
+                bsf, bscope, value, bline, bframe = bound
+                self._follow(bsf, bscope, value, bline, picks, depth, bframe, trail, out)
+            else:
+                self._param(sf, scope, expr.id, picks, depth, frame, trail, out)
             return
         a = self.last_assign(sf, scope, expr.id, line)
+        for other in _other_branches(sf, scope, a, expr.id):    # if ...: y = A  else: y = B
+            self._follow(sf, scope, other.value, other.lineno, picks, depth, frame, trail, out)
         loop = _loop_binding(sf, scope, expr.id, line)
         if loop is not None and (a is None or loop[1] > a.lineno):
             it, at, path = loop
@@ -215,6 +227,10 @@ class BatchTracer(ValueTracer):
             self._follow(sf, scope, first, line, picks, depth, frame, trail, out)
         elif name == "enumerate" and lead is ITEM and len(picks) > 1 and picks[1] == 1 and first is not None:
             self._follow(sf, scope, first, line, (ITEM,) + picks[2:], depth, frame, trail, out)
+        elif name == "zip" and len(call.args) == 1 and isinstance(call.args[0], ast.Starred) and \
+                isinstance(lead, int) and len(picks) > 1 and picks[1] is ITEM:
+            # imgs, targets = zip(*batch): imgs holds element 0 of each item of batch
+            self._follow(sf, scope, call.args[0].value, line, (ITEM, lead) + picks[2:], depth, frame, trail, out)
         elif name == "zip" and lead is ITEM and len(picks) > 1 and isinstance(picks[1], int) \
                 and picks[1] < len(call.args):
             self._follow(sf, scope, call.args[picks[1]], line, (ITEM,) + picks[2:], depth, frame, trail, out)
@@ -226,6 +242,9 @@ class BatchTracer(ValueTracer):
         elif name in SPLITS and first is not None:
             rest = picks[1:] if picks and isinstance(picks[0], int) else picks   # a, b = random_split(ds, ...)
             self._follow(sf, scope, first, line, rest, depth, frame, trail, out)
+        elif name in ("stack", "cat", "concatenate", "vstack", "hstack") and first is not None \
+                and dotted(func).split(".")[0] in ("torch", "np", "numpy") and all(p is ITEM for p in picks):
+            self._follow(sf, scope, first, line, (ITEM,) + picks, depth, frame, trail, out)
         elif not self._project_call(sf, scope, call, line, picks, depth, trail, out) and first is not None \
                 and all(p is ITEM for p in picks) and _keeps_input_dtype(func):
             # a layer (self.fc1(x)) or a function (F.relu(x)) computes in its input's dtype
@@ -235,8 +254,12 @@ class BatchTracer(ValueTracer):
         collate = keyword(call, "collate_fn")
         if collate is not None and isinstance(collate.value, (ast.Name, ast.Attribute)):
             found = self.resolve_def(sf, collate.value)
+            ds = call.args[0] if call.args else (keyword(call, "dataset").value if keyword(call, "dataset") else None)
             if found is not None and not isinstance(found[1], ast.ClassDef):
                 fsf, fn = found
+                params = param_names(fn)
+                if params and ds is not None:       # collate_fn(batch): batch is a list of the dataset's items
+                    self._bound[(fsf.rel, fn.lineno, params[0])] = (sf, scope, ds, line, frame)
                 for r in returns(fn)[:3]:
                     if r.value is not None:
                         self._follow(fsf, fn, r.value, r.lineno, picks[1:], depth, None, trail, out)
@@ -246,9 +269,10 @@ class BatchTracer(ValueTracer):
             self._follow(sf, scope, ds, line, picks, depth, frame, trail, out)
 
     def _project_call(self, sf, scope, call: ast.Call, line, picks, depth, trail, out) -> bool:
-        """A project class (a Dataset: one item is what ``__getitem__`` returns) or function;
-        False when the call is neither."""
-        found = self.resolve_def(sf, call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+        """A project class (a Dataset: one item is what ``__getitem__`` returns), function, or
+        method of a project object (a generator: one item is what it yields); False when the call
+        is none of them.  The callee's parameters are bound to this call's arguments."""
+        found = self._callee(sf, scope, call, line)
         if found is None:
             return False
         fsf, node = found
@@ -256,14 +280,45 @@ class BatchTracer(ValueTracer):
             get = method(node, "__getitem__")
             if get is None or not picks or picks[0] is not ITEM:
                 return True
+            init = method(node, "__init__")
+            if init is not None:
+                self._bind(fsf, init, sf, scope, call, line, method_call=True)
             for r in returns(get)[:3]:
                 if r.value is not None:
                     self._follow(fsf, get, r.value, r.lineno, picks[1:], depth, None, trail, out)
+            return True
+        self._bind(fsf, node, sf, scope, call, line, method_call=isinstance(call.func, ast.Attribute))
+        yields = [n for n in own_nodes(node) if isinstance(n, ast.Yield) and n.value is not None]
+        if yields and picks and picks[0] is ITEM:
+            for y in yields[:3]:
+                self._follow(fsf, node, y.value, y.lineno, picks[1:], depth, None, trail, out)
             return True
         for r in returns(node)[:3]:
             if r.value is not None:
                 self._follow(fsf, node, r.value, r.lineno, picks, depth, None, trail, out)
         return True
+
+    def _callee(self, sf, scope, call: ast.Call, line):
+        """(file, def or class) a call runs: a module-level one, or a method of a project object."""
+        func = call.func
+        found = self.resolve_def(sf, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+        if found is not None or not isinstance(func, ast.Attribute):
+            return found
+        ctor = self.ctor_value(sf, scope, func.value, line)
+        cls = self.class_of_value(*ctor) if ctor is not None else None
+        m = method(cls[1], func.attr) if cls is not None else None
+        return (cls[0], m) if m is not None else None
+
+    def _bind(self, fsf, fn, sf, scope, call: ast.Call, line: int, method_call: bool) -> None:
+        params = param_names(fn)
+        if method_call and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        for i, p in enumerate(params):
+            arg = next((k.value for k in call.keywords if k.arg == p), None)
+            if arg is None and i < len(call.args) and not isinstance(call.args[i], ast.Starred):
+                arg = call.args[i]
+            if arg is not None:
+                self._bound[(fsf.rel, fn.lineno, p)] = (sf, scope, arg, line, None)
 
 
 def _is_factory(func: ast.AST) -> bool:
@@ -273,6 +328,37 @@ def _is_factory(func: ast.AST) -> bool:
         return True
     return head in ("np", "numpy") and tail in ("array", "asarray", "zeros", "ones", "stack", "concatenate",
                                                   "loadtxt", "genfromtxt", "load", "random.rand", "random.randn")
+
+
+def _operands(expr: ast.BinOp) -> List[ast.AST]:
+    """The operands of an arithmetic chain that are not plain numbers (nested chains flattened)."""
+    out: List[ast.AST] = []
+    for side in (expr.left, expr.right):
+        if isinstance(side, ast.BinOp):
+            out += _operands(side)
+        elif not (isinstance(side, ast.Constant) or isinstance(side, ast.UnaryOp) and isinstance(side.operand, ast.Constant)):
+            out.append(side)
+    return out
+
+
+def _other_branches(sf: SourceFile, scope: ast.AST, assign: Optional[ast.AST], name: str) -> List[ast.Assign]:
+    """Assignments of ``name`` in the other branches of the ``if`` that holds ``assign`` (the last one
+    in each): either may have made the value read after the ``if``."""
+    if not isinstance(assign, ast.Assign):
+        return []
+    out: List[ast.Assign] = []
+    child: ast.AST = assign
+    for up in sf.ancestors(assign):
+        if up is scope:
+            break
+        if isinstance(up, ast.If):
+            other = up.orelse if any(child is st for st in up.body) else up.body
+            found = [n for st in other for n in ast.walk(st) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                     and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name]
+            if found:
+                out.append(found[-1])
+        child = up
+    return out
 
 
 def _callable_module(func: ast.AST) -> bool:

@@ -65,7 +65,8 @@ def run(ctx) -> None:
         return
     esf, ecall = entry
     others, untraced = [], []
-    for osf, ocall in _other_calls(ctx, esf, ecall):
+    calls = _other_calls(ctx, esf, ecall)
+    for osf, ocall in calls:
         found = tracer.built(osf, osf.scope_of(ocall), ocall.args[0], ocall.lineno, frame=None)
         if found:
             others += [b for b in found if not makes(b.node, want)]
@@ -73,9 +74,10 @@ def run(ctx) -> None:
             untraced.append(f"{osf.rel}:{ocall.lineno}")
     model = esf.segment(ecall.func) or "the model"
     data = {"Double": "float64", "Long": "int64", "Int": "int32"}.get(got, "another dtype")
-    for b in mine:
-        rest = [o for o in _unique(mine + others) if _key(o) != _key(b)]
-        note = f"; the same fix covers {', '.join(o.where for o in rest)}" if rest else ""
+    if mine:
+        # one site for every builder: they are one fix (a site each would be rivals that tie)
+        b, *rest = _unique(mine + others)
+        note = f"; the same fix changes {', '.join(o.where for o in rest)}" if rest else ""
         kind, score = "input-source", SOURCE
         if untraced:
             kind, score = "input-source-unsure", SOURCE_UNSURE
@@ -84,7 +86,7 @@ def run(ctx) -> None:
                 f"`{_short(b.sf, b.node)}` makes the {data} data that reaches `{model}` "
                 f"({esf.rel}:{ecall.lineno}), whose weights are float32{note}.", score)
         ctx.sites[-1] = replace(ctx.sites[-1], spans=tuple(span(p.sf, p.node) for p in [b] + rest))
-    calls = [(esf, ecall)] + _other_calls(ctx, esf, ecall)
+    calls = [(esf, ecall)] + calls
     arg = ecall.args[0]
     ctx.add(esf, arg.lineno, arg.col_offset, "input-cast",
             f"cast the input `{esf.segment(arg)}` of `{model}` to float32 at the call"

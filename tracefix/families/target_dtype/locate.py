@@ -103,16 +103,18 @@ def _locate(ctx, tracer: BatchTracer, sf: SourceFile, scope: ast.AST, call: ast.
     if built and not mine:
         return          # the labels are built right already: the code no longer matches the log
     others, untraced = [], []
-    for osf, ocall, otarget in _other_calls(ctx, tracer, sf, call):
+    calls = _other_calls(ctx, tracer, sf, call)
+    for osf, ocall, otarget in calls:
         found = tracer.built(osf, osf.scope_of(ocall), otarget, ocall.lineno, frame=None)
         if found:
             others.extend(b for b in found if not makes(b.node, want))
         else:
             untraced.append(f"{osf.rel}:{ocall.lineno}")
     loss = sf.segment(call.func) or "the loss"
-    for b in _unique(mine):
-        rest = [o for o in _unique(mine + others) if _key(o) != _key(b)]
-        covered = f"; the same fix covers {', '.join(o.where for o in rest)}" if rest else ""
+    if mine:
+        # one site for every builder: they are one fix (a site each would be rivals that tie)
+        b, *rest = _unique(mine + others)
+        covered = f"; the same fix changes {', '.join(o.where for o in rest)}" if rest else ""
         if untraced:
             kind, score = "target-source-unsure", SOURCE_UNSURE
             covered += (f"; the labels the loss reads at {', '.join(untraced)} were not traced to where they are "
@@ -123,7 +125,7 @@ def _locate(ctx, tracer: BatchTracer, sf: SourceFile, scope: ast.AST, call: ast.
                 f"`{_short(b.sf, b.node)}` builds the labels that `{loss}` at {sf.rel}:{line} reads"
                 f"{_via(b)}; the loss wants {want}{covered}.", score)
         _spans(ctx, [b] + rest)
-    casts = [(sf, call, target)] + [(o, c, t) for o, c, t in _other_calls(ctx, tracer, sf, call)]
+    casts = [(sf, call, target)] + calls
     ctx.add(sf, target.lineno, target.col_offset, "target-cast",
             f"cast the target `{sf.segment(target)}` of `{loss}` to {want} at the loss call"
             + (f" (and at its {len(casts) - 1} other call(s))" if len(casts) > 1 else ""),
