@@ -13,7 +13,8 @@ def diag(message, exc_type="RuntimeError", frames=()):
 
 
 NEAR_MISSES = [
-    "element 0 of tensors does not require grad and does not have a grad_fn",
+    # autograd.grad with an input that does not require grad: not a loss without history
+    "One of the differentiated Tensors does not require grad",
     # a look-alike of the backward-twice message, not it
     "Trying to backward through a graph that was created with torch.compile's inference mode",
     "a leaf Variable that requires grad is being used in an in-place operation.",

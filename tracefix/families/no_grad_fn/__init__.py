@@ -1,0 +1,1 @@
+"""no-grad-fn: backward() on a value that autograd never recorded."""
