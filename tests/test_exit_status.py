@@ -228,7 +228,7 @@ KNOWN = ", ".join(sorted(e for fam in families() for e in fam.entries))
     # an option click does not know after the mistyped command: the command is what is wrong
     (["udno", "--force"], "tracefix: error: udno: not a file; did you mean 'undo'? commands are: diagnose, list, "
                           "explain, undo, run, hook\n"),
-    (["explain", "inplace"], "tracefix: error: unknown id 'inplace'; did you mean 'inplace-modification'? known: "
+    (["explain", "inplace"], "tracefix: error: unknown id 'inplace'; did you mean 'inplace-modification' or 'leaf-inplace'? known: "
                              f"{KNOWN}\n"),
     (["explain", "nonscaler"], "tracefix: error: unknown id 'nonscaler'; did you mean 'nonscalar-backward'? known: "
                                f"{KNOWN}\n"),

@@ -17,8 +17,8 @@ NEAR_MISSES = [
     "One of the differentiated Tensors does not require grad",
     # a look-alike of the backward-twice message, not it
     "Trying to backward through a graph that was created with torch.compile's inference mode",
-    "a leaf Variable that requires grad is being used in an in-place operation.",
-    "a view of a leaf Variable that requires grad is being used in an in-place operation.",
+    # an in-place detach of a view, not an in-place write to a leaf
+    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training",
     "Output 0 of SplitBackward0 is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.",
     "Output 0 of Split is a view and is being modified inplace. This view is the output of a function that returns multiple views.",
     "Mismatch in shape: grad_output[0] has a shape of torch.Size([8, 5]) and output[0] has a shape of torch.Size([]).",

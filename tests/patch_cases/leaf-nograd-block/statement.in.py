@@ -1,0 +1,5 @@
+import torch
+
+w = torch.zeros(3, requires_grad=True)
+# start from one
+w[0] = 1.0  # FIX: leaf-nograd-block
