@@ -16,6 +16,7 @@ _LIBRARY_RX = re.compile(
     | (?:^|[\\/])usr[\\/]lib[\\/]python\d
     | ^<frozen\b | ^<string>$ | ^<__array_function__ | ^<decorator-gen | ^<makefun-gen
     | [\\/]tracefix[\\/]hooks[\\/]\w+\.py$      # our own hooks (tracefix run), from a checkout too
+    | [\\/]tracefix[\\/]families[\\/]\w+[\\/]witness\.py$     # ... and the families' recorders
     | [\\/]AppData[\\/](?:.*[\\/])?Python[\\/]
     | \\(?:Python\d*|anaconda\d*|miniconda\d*|[^\\/]*env[^\\/]*)\\(?-i:Lib)\\   # Windows stdlib
     | [\\/]Python\.framework[\\/]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from typing import Optional
 
 
@@ -30,9 +31,15 @@ def with_import(text: str, module: str) -> Optional[str]:
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
                and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
     if imports:
-        after = [n for n in imports if _name(n) > module]
-        at = (after[0].lineno - 1) if after else imports[-1].end_lineno
-        return "\n".join(lines[:at] + [f"import {module}"] + lines[at:])
+        # among the third-party imports, by name; after the standard library's, a blank line between
+        third = [n for n in imports if not _stdlib(_name(n))]
+        after = [n for n in third if _name(n) > module]
+        if after:
+            at = after[0].lineno - 1
+            return "\n".join(lines[:at] + [f"import {module}"] + lines[at:])
+        at = (third or imports)[-1].end_lineno
+        gap = [""] if not third else []
+        return "\n".join(lines[:at] + gap + [f"import {module}"] + lines[at:])
     head = 0
     for n in tree.body:
         doc = isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
@@ -46,6 +53,15 @@ def with_import(text: str, module: str) -> Optional[str]:
     below = max(0, (2 if follows_def else 1) - blank)          # blank lines to add under the import
     new = ([""] if head else []) + [f"import {module}"] + [""] * below
     return "\n".join(lines[:head] + new + rest)
+
+
+def _stdlib(name: str) -> bool:
+    top = name.split(".")[0]
+    names = getattr(sys, "stdlib_module_names", None)      # 3.10+
+    if names is None:  # pragma: no cover - 3.9
+        return top in ("os", "sys", "re", "json", "math", "random", "time", "argparse", "typing", "pathlib",
+                       "collections", "functools", "itertools", "dataclasses", "logging", "copy", "shutil")
+    return top in names
 
 
 def _name(node: ast.AST) -> str:

@@ -1,0 +1,3 @@
+import torch
+
+x = torch.zeros(2).cuda()  # FIX: cuda-call

@@ -1,0 +1,3 @@
+import torch
+
+devices = ["cuda:1"] * 2  # FIX: device-choice

@@ -1,0 +1,3 @@
+import torch
+
+state = torch.load("ckpt.pt", weights_only=True)  # FIX: load-map-location

@@ -1,0 +1,46 @@
+"""cuda-on-cpu patches: choose CUDA by availability where the device is written; ``map_location``
+at ``torch.load``.  Never ``weights_only=False``."""
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+
+from tracefix.patcher.context import Context, Option, fixer
+from tracefix.patcher.cstedit import add_arg, expr, kwarg
+from tracefix.patcher.imports import imported_as, with_import
+from tracefix.records import FixSite
+
+
+@fixer("device-choice")
+def device_choice(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    lit = src.find(site.line, site.col, cst.SimpleString) if src is not None else None
+    if lit is None or not lit.evaluated_value.startswith("cuda"):
+        return []
+    torch = imported_as(ctx.text(site.path) or "", "torch")
+    parent = src.parent(lit)
+    bare = isinstance(parent, (cst.Arg, cst.Assign, cst.AnnAssign, cst.Return))
+    choice = f'{src.code(lit)} if {torch or "torch"}.cuda.is_available() else "cpu"'
+    text = src.replace(lit, lambda n: expr(choice if bare else f"({choice})"))
+    if torch is None:
+        text = with_import(text, "torch")
+        if text is None:
+            return []
+    default = isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "default"
+    said = "; a device given on the command line still wins" if default else ""
+    return [Option(f"Use CUDA only where it is available: {src.code(lit)} -> {choice} ({site.path}:{site.line})"
+                   f"{said}", "safe", "", {site.path: text})]
+
+
+@fixer("load-map-location")
+def load_map_location(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    call = src.find(site.line, site.col, cst.Call, lambda n: isinstance(n.func, (cst.Attribute, cst.Name))
+                    and (n.func.attr.value if isinstance(n.func, cst.Attribute) else n.func.value) == "load") \
+        if src is not None else None
+    if call is None or any(a.keyword is not None and a.keyword.value == "map_location" for a in call.args):
+        return []
+    text = src.replace(call, lambda n: add_arg(n, kwarg("map_location", expr('"cpu"'))))
+    return [Option('Map the checkpoint\'s GPU tensors to the CPU: torch.load(..., map_location="cpu") (move them '
+                   "to a GPU afterwards with .to(device) where there is one)", "safe", "", {site.path: text})]
