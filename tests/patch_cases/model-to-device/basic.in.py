@@ -1,0 +1,1 @@
+model = Net(3, 2)  # FIX: model-to-device # WRITE: args.device

@@ -1,0 +1,1 @@
+out = model(xb)  # FIX: to-device-input # WRITE: device

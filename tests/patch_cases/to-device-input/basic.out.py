@@ -1,0 +1,1 @@
+out = model(xb.to(device))  # FIX: to-device-input # WRITE: device

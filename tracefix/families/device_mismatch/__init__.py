@@ -1,0 +1,1 @@
+"""device-mismatch: tensors on two devices meet in one operation."""
