@@ -25,3 +25,8 @@ TENSOR_FACTORIES = frozenset({
 # methods spelled like in-place ones (a trailing `_`) that write no tensor's values
 NOT_INPLACE_METHODS = frozenset({
     "requires_grad_", "share_memory_", "retain_grad_", "record_stream_", "pin_memory_"})
+
+# ... those of them that reorder, repeat or skip strides: a later .view() of the result may fail
+STRIDE_METHODS = frozenset({
+    "transpose", "permute", "t", "expand", "expand_as", "narrow", "swapaxes", "swapdims", "movedim", "moveaxis",
+    "unfold", "as_strided", "diagonal"})

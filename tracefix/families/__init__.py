@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 
 from tracefix.families.api import ANY, Family
 
-FAMILIES = ("nonscalar", "inplace", "half_unscale", "linear_shape", "numpy_grad", "backward_twice", "target_dtype", "input_dtype", "no_grad_fn", "leaf_inplace", "cuda_on_cpu", "device_mismatch")
+FAMILIES = ("nonscalar", "inplace", "half_unscale", "linear_shape", "numpy_grad", "backward_twice", "target_dtype", "input_dtype", "no_grad_fn", "leaf_inplace", "cuda_on_cpu", "device_mismatch", "view_contiguous")
 
 _loaded: Optional[Tuple[Family, ...]] = None
 
