@@ -53,9 +53,8 @@ def run(ctx) -> None:
     seen = set()
     for call in calls:
         for dev in _device_args(call):
-            for o in tracer.origins(sf, scope, dev, crash.line):
-                lit = _cuda_literal(o.node)
-                if lit is not None and (o.sf.rel, lit.lineno, lit.col_offset) not in seen:
+            for o, lit in _cuda_literals(tracer, tracer.origins(sf, scope, dev, crash.line)):
+                if (o.sf.rel, lit.lineno, lit.col_offset) not in seen:
                     seen.add((o.sf.rel, lit.lineno, lit.col_offset))
                     where = f" ({o.source} value)" if o.source else ""
                     ctx.add(o.sf, lit.lineno, lit.col_offset, "device-choice",
@@ -78,13 +77,16 @@ def _device_args(call: ast.Call):
         yield call.args[0]
 
 
-def _cuda_literal(node: ast.AST):
-    """The ``"cuda"`` string constant ``node`` is, or that ``torch.device(...)`` holds."""
-    if isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args:
-        node = node.args[0]
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
-        return node
-    return None
+def _cuda_literals(tracer, origins, depth: int = 0):
+    """(origin, the ``"cuda"`` string constant) for each origin that is one, or a ``torch.device(...)``
+    whose argument's origins are (``torch.device("cuda" if args.cuda else "cpu")``)."""
+    for o in origins:
+        node = o.node
+        if isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args and depth < 3:
+            scope = o.sf.scope_of(node)
+            yield from _cuda_literals(tracer, tracer.origins(o.sf, scope, node.args[0], node.lineno), depth + 1)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+            yield o, node
 
 
 def _short(sf: SourceFile, node: ast.AST) -> str:
