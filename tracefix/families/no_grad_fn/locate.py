@@ -155,8 +155,11 @@ class _Finder:
             kind = "nograd-block-mixed" if mixed else "nograd-block"
             also = (f"; the block also runs {sf.rel}:{mixed[0].lineno}, which is not on the loss's path and would "
                     "then run with gradients on") if mixed else ""
-            self.add(sf, w, kind, f"`{_short(sf, stmt)}` ({sf.rel}:{stmt.lineno}) computes the loss inside "
-                     f"`with {sf.segment(w.items[0].context_expr)}:`, so autograd records nothing{also}.", BLOCK)
+            on_path = [s for s in inside if id(s) in chain_ids] or [stmt]
+            said = ", ".join(f"`{_short(sf, s)}`" for s in on_path[:3]) + (", ..." if len(on_path) > 3 else "")
+            self.add(sf, w, kind, f"{said} ({sf.rel}:{on_path[0].lineno}), on the loss's path, "
+                     f"{'runs' if len(on_path) == 1 else 'run'} inside `with {sf.segment(w.items[0].context_expr)}:`, "
+                     f"so autograd records nothing{also}.", BLOCK)
         value = getattr(stmt, "value", None)
         if value is None:
             return
