@@ -101,3 +101,15 @@ def test_a_cpu_device_is_not_blamed(tmp_path):
     """)
     d = run(tmp_path, log(tmp_path, [("train.py", "x = torch.zeros", "<module>")]))
     assert d.fix_sites == ()
+
+
+def test_a_device_already_chosen_by_availability_is_not_patched_again(tmp_path):
+    write(tmp_path, "train.py", """
+        import torch
+
+        use_gpu = True
+        device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if use_gpu else "cpu")
+        x = torch.zeros(2).to(device)
+    """)
+    d = run(tmp_path, log(tmp_path, [("train.py", "x = torch.zeros", "<module>")]))
+    assert d.patches == ()

@@ -85,8 +85,15 @@ def _cuda_literals(tracer, origins, depth: int = 0):
         if isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args and depth < 3:
             scope = o.sf.scope_of(node)
             yield from _cuda_literals(tracer, tracer.origins(o.sf, scope, node.args[0], node.lineno), depth + 1)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda") \
+                and not _guarded(o.sf, node):
             yield o, node
+
+
+def _guarded(sf: SourceFile, lit: ast.AST) -> bool:
+    """``"cuda" if torch.cuda.is_available() else ...``: chosen by availability already."""
+    up = sf.parent(lit)
+    return isinstance(up, ast.IfExp) and up.body is lit and "is_available" in (sf.segment(up.test) or "")
 
 
 def _short(sf: SourceFile, node: ast.AST) -> str:
