@@ -257,6 +257,11 @@ class SourceFile:
         lines[0], lines[-1] = lines[0][start:], lines[-1][:end]
         return b"\n".join(lines).decode("utf-8", "replace")
 
+    def brief(self, node: ast.AST, width: int = 60) -> str:
+        """The node's source on one line, cut at ``width`` characters (for reasons and notes)."""
+        text = " ".join((self.segment(node) or "").split())
+        return text if len(text) <= width else text[:width - 3] + "..."
+
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 1 <= line <= len(self.lines) else ""
 

@@ -37,11 +37,25 @@ class Built:
         self.sf, self.node, self.trail = sf, node, trail
 
     @property
+    def key(self) -> Tuple[str, int, int]:
+        return self.sf.rel, getattr(self.node, "lineno", 0), getattr(self.node, "col_offset", 0)
+
+    @property
     def where(self) -> str:
         return f"{self.sf.rel}:{getattr(self.node, 'lineno', 0)}"
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Built({self.where} via {' <- '.join(self.trail)})"
+
+
+def unique(items: List[Built]) -> List[Built]:
+    """``items`` without repeats of one builder (reached by two paths), first first."""
+    seen, out = set(), []
+    for b in items:
+        if b.key not in seen:
+            seen.add(b.key)
+            out.append(b)
+    return out
 
 
 def is_dtype_method(node: ast.AST) -> bool:

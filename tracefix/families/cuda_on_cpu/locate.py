@@ -46,7 +46,7 @@ def run(ctx) -> None:
         for call in calls:
             if last_name(call.func) == "load" and keyword(call, "map_location") is None:
                 ctx.add(sf, call.lineno, call.col_offset, "load-map-location",
-                        f"`{_short(sf, call)}` loads tensors saved on a GPU; map them to the device this machine has.",
+                        f"`{sf.brief(call)}` loads tensors saved on a GPU; map them to the device this machine has.",
                         LOAD)
         return
     tracer = ValueTracer(ctx)
@@ -58,11 +58,11 @@ def run(ctx) -> None:
                     seen.add((o.sf.rel, lit.lineno, lit.col_offset))
                     where = f" ({o.source} value)" if o.source else ""
                     ctx.add(o.sf, lit.lineno, lit.col_offset, "device-choice",
-                            f"`{_short(o.sf, lit)}`{where} chooses CUDA for `{_short(sf, dev)}` at "
+                            f"`{o.sf.brief(lit)}`{where} chooses CUDA for `{sf.brief(dev)}` at "
                             f"{sf.rel}:{crash.line}; choose it by availability.", CHOICE)
         if isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" and not seen:
             ctx.add(sf, call.func.lineno, call.func.col_offset, "cuda-call",
-                    f"`{_short(sf, call)}` moves to CUDA unconditionally.", CUDA_CALL)
+                    f"`{sf.brief(call)}` moves to CUDA unconditionally.", CUDA_CALL)
 
 
 def _device_args(call: ast.Call):
@@ -94,8 +94,3 @@ def _guarded(sf: SourceFile, lit: ast.AST) -> bool:
     """``"cuda" if torch.cuda.is_available() else ...``: chosen by availability already."""
     up = sf.parent(lit)
     return isinstance(up, ast.IfExp) and up.body is lit and "is_available" in (sf.segment(up.test) or "")
-
-
-def _short(sf: SourceFile, node: ast.AST) -> str:
-    text = " ".join((sf.segment(node) or "").split())
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -57,7 +57,7 @@ def _factories(ctx, sf: SourceFile, fn: ast.AST, stmt: ast.AST) -> None:
         if node.targets[0].id in read and isinstance(call, ast.Call) and _is_factory(call) and ref is not None \
                 and keyword(call, "device") is None and node.lineno < stmt.lineno:
             ctx.add(sf, call.lineno, call.col_offset, "factory-device",
-                    f"`{_short(sf, call)}` makes `{node.targets[0].id}` on the CPU (no device=) inside forward, "
+                    f"`{sf.brief(call)}` makes `{node.targets[0].id}` on the CPU (no device=) inside forward, "
                     f"where `{ref}` may be on a GPU.", FACTORY)
             ctx.sites[-1] = replace(ctx.sites[-1], write=f"{ref}.device")
 
@@ -74,7 +74,7 @@ def _calls(ctx, tracer, sf: SourceFile, scope: ast.AST, stmt: ast.AST, line: int
             if ctor is not None:
                 csf, value = ctor
                 ctx.add(csf, value.lineno, value.col_offset, "model-to-device",
-                        f"`{_short(csf, value)}` builds the model on the CPU, while its inputs at {sf.rel}:{line} "
+                        f"`{csf.brief(value)}` builds the model on the CPU, while its inputs at {sf.rel}:{line} "
                         f"are moved to `{device}`.", MODEL)
                 if _bound_before(tracer, csf, csf.scope_of(value), device, value.lineno):
                     ctx.sites[-1] = replace(ctx.sites[-1], write=device)
@@ -84,7 +84,7 @@ def _calls(ctx, tracer, sf: SourceFile, scope: ast.AST, stmt: ast.AST, line: int
         arg = unmoved[0]
         others = _other_unmoved(ctx, tracer, sf, call)
         ctx.add(sf, arg.lineno, arg.col_offset, "to-device-input",
-                f"`{arg.id}` reaches `{_short(sf, call.func)}` without being moved to `{device}`, where the model "
+                f"`{arg.id}` reaches `{sf.brief(call.func)}` without being moved to `{device}`, where the model "
                 "is" + (f"; the same fix moves the arguments at {', '.join(f'{o[0].rel}:{o[1].lineno}' for o in others)}"
                         if others else "") + ".", INPUT)
         spans = [span(sf, arg)] + [span(o[0], o[1]) for o in others]
@@ -176,8 +176,3 @@ def _is_factory(call: ast.Call) -> bool:
     d = dotted(call.func)
     head, _, tail = d.rpartition(".")
     return head == "torch" and tail in TENSOR_FACTORIES and not tail.endswith("_like") and tail != "from_numpy"
-
-
-def _short(sf: SourceFile, node: ast.AST) -> str:
-    text = " ".join((sf.segment(node) or "").split())
-    return text if len(text) <= 60 else text[:57] + "..."

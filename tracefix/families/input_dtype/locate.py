@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from tracefix.locator.batches import BatchTracer, Built, makes, span
+from tracefix.locator.batches import BatchTracer, Built, makes, span, unique
 from tracefix.pysource import SourceFile, dotted, last_name
 from tracefix.record import replace
 
@@ -58,7 +58,7 @@ def run(ctx) -> None:
             built += found
             entry = entry or (tracer.entries[-1] if tracer.entries else (sf, call))
             break
-    mine = _unique([b for b in built if not makes(b.node, want)])
+    mine = unique([b for b in built if not makes(b.node, want)])
     if built and not mine:
         return          # built as float32 already: the code no longer matches the log
     if entry is None:
@@ -76,14 +76,14 @@ def run(ctx) -> None:
     data = {"Double": "float64", "Long": "int64", "Int": "int32"}.get(got, "another dtype")
     if mine:
         # one site for every builder: they are one fix (a site each would be rivals that tie)
-        b, *rest = _unique(mine + others)
+        b, *rest = unique(mine + others)
         note = f"; the same fix changes {', '.join(o.where for o in rest)}" if rest else ""
         kind, score = "input-source", SOURCE
         if untraced:
             kind, score = "input-source-unsure", SOURCE_UNSURE
             note += f"; the input of `{model}` at {', '.join(untraced)} was not traced to where it is built"
         ctx.add(b.sf, b.node.lineno, b.node.col_offset, kind,
-                f"`{_short(b.sf, b.node)}` makes the {data} data that reaches `{model}` "
+                f"`{b.sf.brief(b.node, 70)}` makes the {data} data that reaches `{model}` "
                 f"({esf.rel}:{ecall.lineno}), whose weights are float32{note}.", score)
         ctx.sites[-1] = replace(ctx.sites[-1], spans=tuple(span(p.sf, p.node) for p in [b] + rest))
     calls = [(esf, ecall)] + calls
@@ -109,21 +109,3 @@ def _other_calls(ctx, sf: SourceFile, call: ast.Call) -> List[Tuple[SourceFile, 
         if len(out) >= MAX_CALLS:
             break
     return out[:MAX_CALLS]
-
-
-def _key(b: Built) -> Tuple[str, int, int]:
-    return b.sf.rel, b.node.lineno, b.node.col_offset
-
-
-def _unique(items: List[Built]) -> List[Built]:
-    seen, out = set(), []
-    for b in items:
-        if _key(b) not in seen:
-            seen.add(_key(b))
-            out.append(b)
-    return out
-
-
-def _short(sf: SourceFile, node: ast.AST) -> str:
-    text = " ".join((sf.segment(node) or "").split())
-    return text if len(text) <= 70 else text[:67] + "..."

@@ -32,13 +32,13 @@ def run(ctx) -> None:
         return          # it runs under no_grad already: the code no longer matches the log
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_updates(fn):
         ctx.add(sf, fn.lineno, fn.col_offset, "leaf-nograd-def",
-                f"`{fn.name}` writes parameters in place (`{_short(sf, stmt)}`) with gradients on; "
+                f"`{fn.name}` writes parameters in place (`{sf.brief(stmt)}`) with gradients on; "
                 "decorated with @torch.no_grad() every write in it is an update, not a step autograd must record.",
                 DEF)
         return
     block = _parameter_loop(sf, stmt, fn) or stmt
     ctx.add(sf, block.lineno, block.col_offset, "leaf-nograd-block",
-            f"`{_short(sf, stmt)}` writes a parameter in place with gradients on; run "
+            f"`{sf.brief(stmt)}` writes a parameter in place with gradients on; run "
             f"{'the loop' if block is not stmt else 'it'} under `with torch.no_grad():`.", BLOCK)
 
 
@@ -80,8 +80,3 @@ def _parameter_loop(sf: SourceFile, stmt: ast.AST, fn: ast.AST) -> Optional[ast.
             if "param" in it or isinstance(up.iter, (ast.List, ast.Tuple)):
                 return up
     return None
-
-
-def _short(sf: SourceFile, node: ast.AST) -> str:
-    text = " ".join((sf.segment(node) or "").split())
-    return text if len(text) <= 60 else text[:57] + "..."

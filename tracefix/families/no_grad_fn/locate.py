@@ -156,7 +156,7 @@ class _Finder:
             also = (f"; the block also runs {sf.rel}:{mixed[0].lineno}, which is not on the loss's path and would "
                     "then run with gradients on") if mixed else ""
             on_path = [s for s in inside if id(s) in chain_ids] or [stmt]
-            said = ", ".join(f"`{_short(sf, s)}`" for s in on_path[:3]) + (", ..." if len(on_path) > 3 else "")
+            said = ", ".join(f"`{sf.brief(s)}`" for s in on_path[:3]) + (", ..." if len(on_path) > 3 else "")
             self.add(sf, w, kind, f"{said} ({sf.rel}:{on_path[0].lineno}), on the loss's path, "
                      f"{'runs' if len(on_path) == 1 else 'run'} inside `with {sf.segment(w.items[0].context_expr)}:`, "
                      f"so autograd records nothing{also}.", BLOCK)
@@ -200,7 +200,7 @@ class _Finder:
                 for st in ast.walk(node):
                     if _freezes(st) and "parameters" in (sf.segment(node.iter) or ""):
                         self.add(sf, st, "frozen-params",
-                                 f"`{_short(sf, st)}` freezes the parameters that `{sf.segment(node.iter)}` yields: "
+                                 f"`{sf.brief(st)}` freezes the parameters that `{sf.segment(node.iter)}` yields: "
                                  "if they are all of them, nothing the loss depends on requires grad.", FROZEN)
                         return
 
@@ -212,8 +212,3 @@ def _freezes(st: ast.AST) -> bool:
         a = st.value.args
         return bool(a) and isinstance(a[0], ast.Constant) and a[0].value is False
     return False
-
-
-def _short(sf: SourceFile, node: ast.AST) -> str:
-    text = " ".join((sf.segment(node) or "").split())
-    return text if len(text) <= 60 else text[:57] + "..."

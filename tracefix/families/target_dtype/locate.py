@@ -13,7 +13,7 @@ import ast
 from tracefix.record import replace
 from typing import Dict, List, Optional, Tuple
 
-from tracefix.locator.batches import BatchTracer, Built, makes, span
+from tracefix.locator.batches import BatchTracer, Built, makes, span, unique
 from tracefix.pysource import SourceFile, dotted, keyword, last_name
 
 SOURCE = 0.9          # the expression that builds the labels, covering every call of the loss
@@ -113,7 +113,7 @@ def _locate(ctx, tracer: BatchTracer, sf: SourceFile, scope: ast.AST, call: ast.
     loss = sf.segment(call.func) or "the loss"
     if mine:
         # one site for every builder: they are one fix (a site each would be rivals that tie)
-        b, *rest = _unique(mine + others)
+        b, *rest = unique(mine + others)
         covered = f"; the same fix changes {', '.join(o.where for o in rest)}" if rest else ""
         if untraced:
             kind, score = "target-source-unsure", SOURCE_UNSURE
@@ -122,7 +122,7 @@ def _locate(ctx, tracer: BatchTracer, sf: SourceFile, scope: ast.AST, call: ast.
         else:
             kind, score = "target-source", SOURCE
         ctx.add(b.sf, b.node.lineno, b.node.col_offset, kind,
-                f"`{_short(b.sf, b.node)}` builds the labels that `{loss}` at {sf.rel}:{line} reads"
+                f"`{b.sf.brief(b.node, 70)}` builds the labels that `{loss}` at {sf.rel}:{line} reads"
                 f"{_via(b)}; the loss wants {want}{covered}.", score)
         _spans(ctx, [b] + rest)
     casts = [(sf, call, target)] + calls
@@ -159,21 +159,3 @@ def _other_calls(ctx, tracer, sf: SourceFile, call: ast.Call) -> List[Tuple[Sour
 def _via(b: Built) -> str:
     hops = [h for h in dict.fromkeys(b.trail[1:]) if h != b.where]
     return f" (through {', '.join(hops[:4])})" if hops else ""
-
-
-def _key(b: Built) -> Tuple[str, int, int]:
-    return b.sf.rel, b.node.lineno, b.node.col_offset
-
-
-def _unique(items: List[Built]) -> List[Built]:
-    seen, out = set(), []
-    for b in items:
-        if _key(b) not in seen:
-            seen.add(_key(b))
-            out.append(b)
-    return out
-
-
-def _short(sf: SourceFile, node: ast.AST) -> str:
-    text = " ".join((sf.segment(node) or "").split())
-    return text if len(text) <= 70 else text[:67] + "..."

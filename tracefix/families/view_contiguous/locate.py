@@ -33,9 +33,9 @@ def run(ctx) -> None:
     found = [(call, _layout_change(tracer, sf, scope, call.func.value, crash.line, 0)) for call in views]
     sure = any(origin is not None for _c, origin in found) or len(found) == 1
     for call, origin in found:
-        why = f" (its layout changed at {sf.rel}:{origin.lineno}: `{_short(sf, origin)}`)" if origin is not None else ""
+        why = f" (its layout changed at {sf.rel}:{origin.lineno}: `{sf.brief(origin)}`)" if origin is not None else ""
         ctx.add(sf, call.func.end_lineno or call.lineno, call.func.end_col_offset - len("view"), "view-reshape",
-                f"`{_short(sf, call)}` views a tensor that is not contiguous{why}.",
+                f"`{sf.brief(call)}` views a tensor that is not contiguous{why}.",
                 VIEW if origin is not None or (sure and len(found) == 1) else OTHER_VIEW)
 
 
@@ -59,8 +59,3 @@ def _layout_change(tracer: Tracer, sf: SourceFile, scope: ast.AST, expr: ast.AST
         if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name):
             return _layout_change(tracer, sf, scope, a.value, a.lineno, depth + 1)
     return None
-
-
-def _short(sf: SourceFile, node: ast.AST) -> str:
-    text = " ".join((sf.segment(node) or "").split())
-    return text if len(text) <= 60 else text[:57] + "..."
