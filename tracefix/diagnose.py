@@ -9,6 +9,7 @@ from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from tracefix.exits import EXIT_NOTHING, EXIT_OK, EXIT_PATCH, Fail, err
 from tracefix.options import color, command_hint, load_knowledge, pick_format, root_dir
+from tracefix.render import MACHINE_FORMATS
 
 
 def _enlarge_pipe(fd: int) -> None:
@@ -138,12 +139,12 @@ def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch, show
             code = EXIT_PATCH
     if empty and not report.diagnoses:
         err("tracefix: the input is empty (nothing to diagnose)")
-        if fmt in ("json", "quickfix"):
+        if fmt in MACHINE_FORMATS:
             emit(report, fmt, entries, extra, root_path)
         sys.exit(EXIT_NOTHING)
     emit(report, fmt, entries, extra, root_path, full=show_all)
-    if fmt == "quickfix" and extra and extra["applied"] != "nothing":
-        err(f"tracefix: applied: {extra['applied']}")  # stdout holds only the editor's lines
+    if fmt in ("quickfix", "github") and extra and extra["applied"] != "nothing":
+        err(f"tracefix: applied: {extra['applied']}")  # stdout holds only the editor's (or the CI's) lines
     for p in said + problems:
         err(f"tracefix: {p}")
     sys.exit(code)

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from tracefix.exits import Fail, err
 
-FORMATS = ("rich", "plain", "json", "quickfix")
+FORMATS = ("rich", "plain", "json", "quickfix", "github")
 COMMANDS = ("diagnose", "list", "explain", "undo", "run", "hook")
 
 

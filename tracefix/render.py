@@ -1,4 +1,4 @@
-"""Format a report for people and tools: rich, plain, json, quickfix.
+"""Format a report for people and tools: rich, plain, json, quickfix, github.
 
 The only place that formats for humans.  Text that came from a log or a source file is untrusted:
 it is stripped of control characters and, in rich output, never parsed as markup.
@@ -12,6 +12,8 @@ from tracefix.knowledge import Entry, find_entry
 from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Patch, Site
 from tracefix.version import __version__
 
+# formats whose stdout a program reads: the command's own output and tracefix's remarks go to stderr
+MACHINE_FORMATS = ("json", "quickfix", "github")
 _UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -142,6 +144,56 @@ def render_quickfix(out: TextIO, diagnoses: Sequence[Diagnosis], unrecognized=()
             cell = f"({where(c)}) " if c.cell is not None else ""
             out.write(safe(f"{base}{c.path}:{_qf_position(c)}: {d.entry_id}: crashed here: {cell}"
                            f"{d.traceback.exc_type or 'error'}: {msg}") + "\n")
+
+
+# --- github ---------------------------------------------------------------------------------
+GITHUB_DIFF_LINES = 40      # of the recommended patch, in the fix site's annotation
+
+
+def _gh_data(text: str) -> str:
+    """A workflow command's message: % CR LF escaped (GitHub shows %0A as a new line)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    """A workflow command's property value: the message escapes plus : and ,."""
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _gh_line(kind: str, site: Optional[Site], base: str, title: str, message: str) -> str:
+    props = []
+    if site is not None and site.cell is None:
+        props += [f"file={_gh_prop(base + site.path)}", f"line={site.line}"]
+        if getattr(site, "col", None) is not None:
+            props.append(f"col={site.col + 1}")
+    elif site is not None:
+        message = f"{where(site)}: {message}"
+    props.append(f"title={_gh_prop(title)}")
+    return f"::{kind} {','.join(props)}::{_gh_data(safe(message))}"
+
+
+def render_github(out: TextIO, diagnoses: Sequence[Diagnosis], root: Optional[str] = None) -> None:
+    """GitHub Actions workflow commands: an ``::error`` at the crash site, a ``::warning`` at each
+    fix site (the first carries the recommended patch: its summary, safety and diff), paths
+    relative to the current directory (the workspace, in a workflow)."""
+    base = _from_cwd(root)
+    for d in diagnoses:
+        message = d.traceback.message.split("\n", 1)[0][:300]
+        exc = d.traceback.exc_type or "error"
+        first = d.fix_sites[0] if d.fix_sites else None
+        fix_at = f" (fix: {where(first)})" if first is not None else ""
+        out.write(_gh_line("error", d.crash_site, base, f"tracefix {d.entry_id}: crashed here",
+                           f"{exc}: {message}{fix_at}") + "\n")
+        best = d.patches[0] if d.patches else None
+        for i, f in enumerate(d.fix_sites[:3]):
+            text = f.reason
+            if i == 0 and best is not None:
+                diff = best.diff.splitlines()
+                shown = "\n".join(diff[:GITHUB_DIFF_LINES]) + ("\n..." if len(diff) > GITHUB_DIFF_LINES else "")
+                text += f"\n\nPatch ({best.applicability}): {best.summary}\n{shown}"
+                if best.reason:
+                    text += f"\n{best.applicability} because: {best.reason}"
+            out.write(_gh_line("warning", f, base, f"tracefix {d.entry_id}: fix here", text) + "\n")
 
 
 def _from_cwd(root: Optional[str]) -> str:
@@ -471,7 +523,7 @@ def _context(site: Site, around: int = 2):
 def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Optional[Dict] = None,
          color: Optional[bool] = None, source: str = "the input", root: Optional[str] = None,
          full: bool = False) -> None:
-    """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json or quickfix.
+    """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json, quickfix or github.
     ``source`` names what was read, for "no known PyTorch error found in ..."; ``root`` is the
     project the paths are relative to (quickfix prints them relative to the current directory);
     ``full`` (--all): rich and plain show every site's reason and every patch's diff."""
@@ -480,6 +532,8 @@ def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Op
         render_json(out, report.diagnoses, report.unrecognized, extra, more)
     elif fmt == "quickfix":
         render_quickfix(out, report.diagnoses, root=root)
+    elif fmt == "github":
+        render_github(out, report.diagnoses, root=root)
     elif fmt == "plain":
         render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source, more=more,
                      full=full)

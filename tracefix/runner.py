@@ -600,9 +600,11 @@ def run_main(cmd: List[str], *, root: Path, entries, fmt: str, apply: bool, veri
     if not cmd:
         _note("error: no command given (tracefix run [OPTIONS] -- COMMAND ...)")
         return 2
+    from tracefix.render import MACHINE_FORMATS
+
     opts = _RunOptions(cmd=cmd, root=root, entries=entries, fmt=fmt, apply=apply, verify=verify, anomaly=anomaly,
                        steps=steps, pick=pick, color=color, witness=witness, verify_timeout=verify_timeout,
-                       find_root=find_root, full=full, to_stderr=fmt in ("json", "quickfix"))
+                       find_root=find_root, full=full, to_stderr=fmt in MACHINE_FORMATS)
     extra: Dict[str, object] = {"applied": "nothing"} if apply else {}
     if verify or fmt == "json":
         extra["verification"] = "not run"
