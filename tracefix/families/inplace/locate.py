@@ -654,7 +654,9 @@ class _Inplace(Tracer):
                         init_used.add(p)
             if not init:
                 continue
-            key = (csf.rel, id(fn), tuple(sorted((k, id(v)) for k, v in init.items())))
+            # by value: the same function entered with the same origins for its parameters
+            key = (csf.rel, fn.lineno, fn.col_offset,
+                   tuple(sorted((k, tuple(sorted(v.fams)), str(v.line), v.desc) for k, v in init.items())))
             if key in self._scanned:
                 continue
             self._scanned.add(key)
