@@ -9,7 +9,8 @@ import click
 
 from tracefix.diagnose import run_diagnose
 from tracefix.exits import EXIT_NOTHING, EXIT_OK, EXIT_PATCH, EXIT_USAGE, Fail
-from tracefix.options import COMMANDS, FORMATS, color, command_hint, load_knowledge, pick_format, root_dir
+from tracefix.options import (COMMANDS, FORMATS, color, command_hint, load_knowledge, pick_format, project_config,
+                              root_dir)
 from tracefix.version import __version__
 
 EPILOG = """\b
@@ -40,6 +41,7 @@ class _PatchNumber(click.ParamType):
 
 
 PATCH_NUMBER = _PatchNumber()
+DEFAULT_STEPS = 2          # optimizer steps `run --verify` waits for
 
 
 class DefaultGroup(click.Group):
@@ -183,8 +185,8 @@ def undo_cmd(root, force) -> None:
                     epilog=EPILOG)
 @click.option("--apply", "do_apply", is_flag=True, help="Write the recommended patch when the command crashes.")
 @click.option("--verify", is_flag=True, help="After --apply, re-run until a few optimizer steps succeed.")
-@click.option("--steps", type=click.IntRange(1, 1000), default=2, show_default=True,
-              help="Successful backward passes + optimizer steps that --verify waits for.")
+@click.option("--steps", type=click.IntRange(1, 1000), default=None,
+              help="Successful backward passes + optimizer steps that --verify waits for (default 2).")
 @click.option("--verify-timeout", "verify_timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="With --verify: after the steps, let the command run on for at most SECONDS (default 60; "
                    "0 stops right after the steps).")
@@ -221,10 +223,16 @@ def run_cmd(do_apply, verify, steps, verify_timeout, anomaly, no_witness, root, 
         # options go before `--`; a command never starts with "-"
         raise click.NoSuchOption(command[0])
 
-    entries = load_knowledge(knowledge_dirs)
-    sys.exit(run_main(list(command), root=root_dir(root), entries=entries, fmt=pick_format(fmt),
+    cfg = project_config(root)          # [tool.tracefix]: what the command line leaves unsaid
+    find_root = root is None and "root" not in cfg
+    root = root if root is not None else cfg.get("root")
+    steps = steps if steps is not None else cfg.get("verify-steps", DEFAULT_STEPS)
+    if verify_timeout is None:
+        verify_timeout = cfg.get("verify-timeout")
+    entries = load_knowledge(list(knowledge_dirs) or cfg.get("knowledge", []))
+    sys.exit(run_main(list(command), root=root_dir(root), entries=entries, fmt=pick_format(fmt or cfg.get("format")),
                       apply=do_apply, verify=verify, anomaly=anomaly, steps=steps, pick=pick, color=color(),
-                      witness=not no_witness, find_root=root is None, full=show_all,
+                      witness=not no_witness, find_root=find_root, full=show_all,
                       **({} if verify_timeout is None else {"verify_timeout": verify_timeout})))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from tracefix.exits import EXIT_NOTHING, EXIT_OK, EXIT_PATCH, Fail, err
-from tracefix.options import color, command_hint, load_knowledge, pick_format, root_dir
+from tracefix.options import color, command_hint, load_knowledge, pick_format, project_config, root_dir
 from tracefix.render import MACHINE_FORMATS
 
 
@@ -114,8 +114,10 @@ def emit(report, fmt: str, entries, extra: Optional[Dict] = None, root: Optional
 
 def run_diagnose(logs, root, fmt, knowledge_dirs, do_apply, pick, no_patch, show_all: bool = False) -> None:
     """The default command: diagnose the logs (and apply); exits with its status."""
-    fmt = pick_format(fmt)
-    entries = load_knowledge(knowledge_dirs)
+    cfg = project_config(root)          # [tool.tracefix]: what the command line leaves unsaid
+    root = root if root is not None else cfg.get("root")
+    fmt = pick_format(fmt or cfg.get("format"))
+    entries = load_knowledge(list(knowledge_dirs) or cfg.get("knowledge", []))
     root_path = root_dir(root)
     sources = _open_logs(logs)
     empty = all(_is_empty(stream) for _name, stream in sources)

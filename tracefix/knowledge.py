@@ -17,7 +17,8 @@ EXPLAIN_KEYS = ("what", "why", "fix", "fix_safety")
 HEADS_CACHE = "heads.marshal"
 
 
-def _toml():
+def toml_reader():
+    """tomllib (3.11+) or tomli."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.9/3.10 only
@@ -131,7 +132,7 @@ def write_heads_cache(directory: Path) -> Path:
     """Parse the diagnosis part of every entry in ``directory`` into ``HEADS_CACHE`` (a build step)."""
     import marshal
 
-    tomllib = _toml()
+    tomllib = toml_reader()
     heads = {}
     for path in sorted(Path(directory).glob("*.toml")):
         head = _head(path.read_text(encoding="utf-8"))
@@ -152,7 +153,7 @@ def load_entry(path: Path, examples: bool = True, cached: Any = None) -> Entry:
     head = text if examples else _head(text)
     if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == head and isinstance(cached[1], dict):
         return _build(path, cached[1])
-    tomllib = _toml()
+    tomllib = toml_reader()
     try:
         try:
             data = tomllib.loads(head)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from tracefix.exits import Fail, err
 
@@ -62,3 +62,55 @@ def command_hint(name: str, path: Path) -> str:
     close = get_close_matches(name, COMMANDS, n=1)
     guess = f"did you mean '{close[0]}'? " if close else ""
     return f" (not a file; {guess}commands are: {', '.join(COMMANDS)})"
+
+
+# [tool.tracefix] in pyproject.toml: the defaults a project sets for its command lines
+CONFIG_TYPES = {"root": str, "knowledge": list, "format": str, "verify-steps": int, "verify-timeout": (int, float)}
+
+
+def project_config(root: Optional[str]) -> Dict[str, object]:
+    """``[tool.tracefix]`` of the nearest ``pyproject.toml`` at or above ``root`` (else the current
+    directory), its paths resolved against that file's folder; {} when there is none.  An unknown
+    key or a value of the wrong type is a :class:`Fail` (exit 2)."""
+    start = Path(root or ".").resolve()
+    for folder in (start, *start.parents):
+        path = folder / "pyproject.toml"
+        if path.is_file():
+            break
+    else:
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if "tracefix" not in text:              # most pyproject files: no TOML parse at start-up
+        return {}
+    from tracefix.knowledge import toml_reader
+
+    try:
+        table = toml_reader().loads(text).get("tool", {}).get("tracefix", {})
+    except Exception as exc:  # tomllib.TOMLDecodeError
+        raise Fail(f"{path}: not valid TOML ({exc})") from None
+    if not isinstance(table, dict):
+        raise Fail(f"{path}: [tool.tracefix] must be a table")
+    out: Dict[str, object] = {}
+    for key, value in table.items():
+        want = CONFIG_TYPES.get(key)
+        if want is None:
+            raise Fail(f"{path}: [tool.tracefix] has no setting '{key}' (known: {', '.join(CONFIG_TYPES)})")
+        if not isinstance(value, want) or isinstance(value, bool):
+            raise Fail(f"{path}: [tool.tracefix] {key} = {value!r}: wrong type")
+        if key == "knowledge" and not all(isinstance(k, str) for k in value):
+            raise Fail(f"{path}: [tool.tracefix] knowledge must be a list of folders")
+        if key == "format" and value not in FORMATS:
+            raise Fail(f"{path}: [tool.tracefix] format = {value!r}: one of {', '.join(FORMATS)}")
+        if key == "verify-steps" and not 1 <= value <= 1000:
+            raise Fail(f"{path}: [tool.tracefix] verify-steps = {value}: from 1 to 1000")
+        if key == "verify-timeout" and value < 0:
+            raise Fail(f"{path}: [tool.tracefix] verify-timeout = {value}: not negative")
+        if key == "root":
+            value = str(folder / value)
+        elif key == "knowledge":
+            value = [str(folder / k) for k in value]
+        out[key] = value
+    return out
