@@ -9,7 +9,7 @@ from typing import Dict, Optional, Sequence
 
 from tracefix.exits import Fail, err
 
-FORMATS = ("rich", "plain", "json", "quickfix", "github")
+FORMATS = ("rich", "plain", "json", "quickfix", "github", "sarif")
 COMMANDS = ("diagnose", "list", "explain", "undo", "run", "hook")
 
 

@@ -1,4 +1,4 @@
-"""Format a report for people and tools: rich, plain, json, quickfix, github.
+"""Format a report for people and tools: rich, plain, json, quickfix, github, sarif.
 
 The only place that formats for humans.  Text that came from a log or a source file is untrusted:
 it is stripped of control characters and, in rich output, never parsed as markup.
@@ -13,7 +13,7 @@ from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Pat
 from tracefix.version import __version__
 
 # formats whose stdout a program reads: the command's own output and tracefix's remarks go to stderr
-MACHINE_FORMATS = ("json", "quickfix", "github")
+MACHINE_FORMATS = ("json", "quickfix", "github", "sarif")
 _UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -194,6 +194,86 @@ def render_github(out: TextIO, diagnoses: Sequence[Diagnosis], root: Optional[st
                 if best.reason:
                     text += f"\n{best.applicability} because: {best.reason}"
             out.write(_gh_line("warning", f, base, f"tracefix {d.entry_id}: fix here", text) + "\n")
+
+
+# --- sarif ----------------------------------------------------------------------------------
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _sarif_location(site: Site, message: str = "", index: Optional[int] = None) -> Dict:
+    region: Dict[str, int] = {"startLine": site.line}
+    if site.col is not None:
+        region["startColumn"] = site.col + 1
+    loc: Dict = {"physicalLocation": {"artifactLocation": {"uri": site.path, "uriBaseId": "SRCROOT"},
+                                      "region": region}}
+    if site.cell is not None:
+        loc["physicalLocation"]["region"] = {"startLine": site.line}
+        message = f"{where(site)}: {message}" if message else where(site)
+    if message:
+        loc["message"] = {"text": safe(message)}
+    if index is not None:
+        loc["id"] = index
+    return loc
+
+
+def _sarif_changes(patch: Patch) -> List[Dict]:
+    """The patch's files as SARIF artifact changes: one replacement per run of changed lines, in
+    character offsets of the file's text with its line endings read as "\\n"."""
+    import difflib
+
+    changes = []
+    for path, old, new in patch.files:
+        a, b = old.splitlines(True), new.splitlines(True)
+        starts = [0]
+        for line in a:
+            starts.append(starts[-1] + len(line))
+        replacements = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag != "equal":
+                replacements.append({"deletedRegion": {"charOffset": starts[i1], "charLength": starts[i2] - starts[i1]},
+                                     "insertedContent": {"text": "".join(b[j1:j2])}})
+        changes.append({"artifactLocation": {"uri": path, "uriBaseId": "SRCROOT"}, "replacements": replacements})
+    return changes
+
+
+def render_sarif(out: TextIO, diagnoses: Sequence[Diagnosis], entries: Sequence[Entry] = (),
+                 root: Optional[str] = None) -> None:
+    """SARIF 2.1.0: a result per diagnosis at its crash site (the fix sites as related locations),
+    ``fixes`` holding the patches (the recommended one first) as replacements in the files."""
+    import json
+    from pathlib import Path
+
+    rules, results = [], []
+    for d in diagnoses:
+        if d.entry_id not in {r["id"] for r in rules}:
+            entry = find_entry(entries, d.entry_id)
+            rule: Dict = {"id": d.entry_id, "shortDescription": {"text": d.title}}
+            if entry is not None:
+                rule["fullDescription"] = {"text": " ".join(entry.explanation("what").split())}
+                rule["help"] = {"text": entry.explanation("fix")}
+            rules.append(rule)
+        message = f"{d.traceback.exc_type or 'error'}: {d.traceback.message.splitlines()[0][:300] if d.traceback.message else ''}"
+        if d.fix_sites:
+            message += f" (fix: {where(d.fix_sites[0])})"
+        first = d.crash_site or (d.fix_sites[0] if d.fix_sites else None)
+        result: Dict = {"ruleId": d.entry_id, "level": "error", "message": {"text": safe(message)}}
+        if first is not None:
+            result["locations"] = [_sarif_location(first)]
+        if d.fix_sites:
+            result["relatedLocations"] = [_sarif_location(f, f"fix here: {f.reason}", i)
+                                          for i, f in enumerate(d.fix_sites, 1)]
+        fixes = [{"description": {"text": safe(f"{p.summary} ({p.applicability}"
+                                                + (f": {p.reason})" if p.reason else ")"))},
+                  "artifactChanges": _sarif_changes(p)} for p in d.patches if p.files]
+        if fixes:
+            result["fixes"] = fixes
+        results.append(result)
+    run: Dict = {"tool": {"driver": {"name": "tracefix", "version": __version__, "rules": rules}},
+                 "results": results}
+    if root is not None:
+        run["originalUriBaseIds"] = {"SRCROOT": {"uri": Path(root).resolve().as_uri() + "/"}}
+    json.dump({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, out, indent=2, ensure_ascii=True)
+    out.write("\n")
 
 
 def _from_cwd(root: Optional[str]) -> str:
@@ -523,7 +603,7 @@ def _context(site: Site, around: int = 2):
 def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Optional[Dict] = None,
          color: Optional[bool] = None, source: str = "the input", root: Optional[str] = None,
          full: bool = False) -> None:
-    """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json, quickfix or github.
+    """Write ``report`` (a pipeline.Report) in ``fmt``: rich, plain, json, quickfix, github or sarif.
     ``source`` names what was read, for "no known PyTorch error found in ..."; ``root`` is the
     project the paths are relative to (quickfix prints them relative to the current directory);
     ``full`` (--all): rich and plain show every site's reason and every patch's diff."""
@@ -534,6 +614,8 @@ def emit(out: TextIO, report, fmt: str, entries: Sequence[Entry] = (), extra: Op
         render_quickfix(out, report.diagnoses, root=root)
     elif fmt == "github":
         render_github(out, report.diagnoses, root=root)
+    elif fmt == "sarif":
+        render_sarif(out, report.diagnoses, entries, root=root)
     elif fmt == "plain":
         render_plain(out, report.diagnoses, report.unrecognized, entries, extra, source=source, more=more,
                      full=full)
