@@ -199,7 +199,7 @@ def test_a_verification_stopped_by_the_user_keeps_143_and_the_patch(tmp_path):
 
 
 # --- 4. a word that is neither a file nor a command -------------------------------------------------
-COMMANDS_HINT = "(not a file; commands are: diagnose, list, explain, undo, run, hook)"
+COMMANDS_HINT = "(not a file; commands are: diagnose, list, explain, undo, run, hook, mcp)"
 
 
 def tracefix(*args, cwd=None):
@@ -209,8 +209,8 @@ def tracefix(*args, cwd=None):
 
 @pytest.mark.parametrize("word, hint", [
     ("frobnicate", COMMANDS_HINT),
-    ("udno", "(not a file; did you mean 'undo'? commands are: diagnose, list, explain, undo, run, hook)"),
-    ("expalin", "(not a file; did you mean 'explain'? commands are: diagnose, list, explain, undo, run, hook)"),
+    ("udno", "(not a file; did you mean 'undo'? commands are: diagnose, list, explain, undo, run, hook, mcp)"),
+    ("expalin", "(not a file; did you mean 'explain'? commands are: diagnose, list, explain, undo, run, hook, mcp)"),
 ])
 def test_an_unknown_command_is_pointed_out_on_the_one_error_line(tmp_path, word, hint):
     for args in ([word], [word, "--format", "plain"], ["diagnose", word]):
@@ -227,7 +227,7 @@ KNOWN = ", ".join(sorted(e for fam in families() for e in fam.entries))
 @pytest.mark.parametrize("args, line", [
     # an option click does not know after the mistyped command: the command is what is wrong
     (["udno", "--force"], "tracefix: error: udno: not a file; did you mean 'undo'? commands are: diagnose, list, "
-                          "explain, undo, run, hook\n"),
+                          "explain, undo, run, hook, mcp\n"),
     (["explain", "inplace"], "tracefix: error: unknown id 'inplace'; did you mean 'inplace-modification' or 'leaf-inplace'? known: "
                              f"{KNOWN}\n"),
     (["explain", "nonscaler"], "tracefix: error: unknown id 'nonscaler'; did you mean 'nonscalar-backward'? known: "

@@ -30,7 +30,7 @@ LAYERS = (
     ("patch", ("tracefix.patcher", "tracefix.patcher.*", "tracefix.families.*.fix", "tracefix.families.*.unpatchable")),
     ("render", ("tracefix.render",)),
     ("run", ("tracefix.pipeline", "tracefix.runner", "tracefix.jupyter")),
-    ("commands", ("tracefix.exits", "tracefix.options", "tracefix.diagnose", "tracefix.commands")),
+    ("commands", ("tracefix.exits", "tracefix.options", "tracefix.diagnose", "tracefix.commands", "tracefix.mcp_server")),
     ("entry", ("tracefix.cli", "tracefix.__main__", "tracefix")),
 )
 # run in the user's process: the witness core and each family's recorder, which it loads by path

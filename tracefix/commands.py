@@ -256,6 +256,14 @@ def hook_cmd(print_env, anomaly, verify_steps, verify_timeout, no_witness, shell
 
 
 
+@main_group.command("mcp")
+def mcp_cmd() -> None:
+    """Serve tracefix to coding agents: an MCP server over stdio (pip install 'tracefix[mcp]')."""
+    from tracefix.mcp_server import serve
+
+    serve()
+
+
 def click_main(args: Sequence[str]) -> int:
     """Run the click commands; click's usage errors become one line on stderr (exit 2)."""
     try:

@@ -10,7 +10,7 @@ from typing import Dict, Optional, Sequence
 from tracefix.exits import Fail, err
 
 FORMATS = ("rich", "plain", "json", "quickfix", "github", "sarif")
-COMMANDS = ("diagnose", "list", "explain", "undo", "run", "hook")
+COMMANDS = ("diagnose", "list", "explain", "undo", "run", "hook", "mcp")
 
 
 def load_knowledge(knowledge_dirs: Sequence[str], examples: bool = False):
