@@ -6,6 +6,6 @@ FAMILY = Family(
     name="device_mismatch",
     entries=("device-mismatch",),
     locate={"device-mismatch": "run"},
-    fix_kinds=("to-device-input", "model-to-device", "factory-device"),
+    fix_kinds=("to-device-input", "model-to-device", "factory-device", "buffer-attribute"),
     gate_words=("same device", "device type", "weight type", "expected it to be on gpu"),
 )

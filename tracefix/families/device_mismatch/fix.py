@@ -20,8 +20,14 @@ def to_device_input(ctx: Context, site: FixSite) -> List[Option]:
     spots = places(site) if site.spans else _first_arg_on_line(ctx, site)
     if not spots:
         return []
-    done = edit(ctx, spots, cst.Name, lambda src, node: None if f".to({site.write})" in src.code(src.parent(node))
-                else f"{node.value}.to({site.write})")
+    def moved(src, node):
+        code = src.code(node)
+        if f".to({site.write})" in src.code(src.parent(node)) or code.endswith(f".to({site.write})"):
+            return None
+        simple = isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+        return f"{code}.to({site.write})" if simple else f"({code}).to({site.write})"
+
+    done = edit(ctx, spots, cst.BaseExpression, moved)
     if done is None:
         return []
     texts, changes = done
@@ -61,3 +67,20 @@ def _first_arg_on_line(ctx: Context, site: FixSite) -> list:
         return []
     r = src.positions[calls[0].args[0].value]
     return [(site.path, r.start.line, r.start.column, r.end.line, r.end.column)]
+
+
+@fixer("buffer-attribute")
+def buffer_attribute(ctx: Context, site: FixSite) -> List[Option]:
+    src = ctx.source(site.path)
+    line = src.find(site.line, site.col, cst.SimpleStatementLine) if src is not None else None
+    assign = line.body[0] if line is not None and len(line.body) == 1 else None
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+        return []
+    target = assign.targets[0].target
+    if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
+        return []
+    new = f'self.register_buffer("{target.attr.value}", {src.code(assign.value)}, persistent=False)'
+    text = src.replace(assign, lambda n: cst.Expr(value=expr(new)))
+    return [Option(f"Make `self.{target.attr.value}` a buffer, moved with the model: `{new}` "
+                   f"({site.path}:{site.line}); not persistent, so state_dicts stay as they were", "safe", "",
+                   {site.path: text})]

@@ -38,6 +38,7 @@ def run(ctx) -> None:
         scope = sf.scope_of(stmt)
         if getattr(scope, "name", "") in ("forward", "__call__") and i + 1 < len(ctx.mapped):
             _factories(ctx, sf, scope, stmt)
+            _plain_attributes(ctx, tracer, sf, scope, stmt)
             continue
         device = device or _device_expr(sf, scope)
         if device is not None:
@@ -62,8 +63,43 @@ def _factories(ctx, sf: SourceFile, fn: ast.AST, stmt: ast.AST) -> None:
             ctx.sites[-1] = replace(ctx.sites[-1], write=f"{ref}.device")
 
 
+def _plain_attributes(ctx, tracer, sf: SourceFile, fn: ast.AST, stmt: ast.AST) -> None:
+    """``self.mask`` read on the crash line, a plain tensor made in ``__init__``: ``model.to()``
+    moves parameters and buffers only, so it stays on the CPU; a buffer moves with the model."""
+    for node in ast.walk(stmt):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"):
+            continue
+        found = tracer.ctor_value(sf, fn, node, stmt.lineno)
+        if found is None or not (isinstance(found[1], ast.Call) and _is_factory(found[1])):
+            continue
+        csf, value = found
+        assign = csf.parent(value)
+        if isinstance(assign, ast.Assign) and getattr(csf.scope_of(assign), "name", "") == "__init__":
+            ctx.add(csf, assign.lineno, assign.col_offset, "buffer-attribute",
+                    f"`{csf.brief(assign)}` keeps a plain tensor on the module: model.to(device) moves parameters "
+                    f"and buffers only, so `self.{node.attr}` stays on the CPU.", FACTORY)
+
+
+def _criterion_weight(ctx, tracer, sf: SourceFile, scope: ast.AST, call: ast.Call, line: int, device: str) -> bool:
+    """``weight is on cpu`` at a loss: the class weights the criterion was built with."""
+    if "weight is on" not in ctx.diag.traceback.message:
+        return False
+    ctor = tracer.ctor_value(sf, scope, call.func, line) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+    kw = keyword(ctor[1], "weight") if ctor is not None and isinstance(ctor[1], ast.Call) else None
+    if kw is None:
+        return False
+    csf = ctor[0]
+    ctx.add(csf, kw.value.lineno, kw.value.col_offset, "to-device-input",
+            f"`{csf.brief(kw.value)}`, the class weights of `{sf.brief(call.func)}`, stay on the CPU: a criterion's "
+            f"weight is a plain tensor argument, not moved with the model.", INPUT)
+    ctx.sites[-1] = replace(ctx.sites[-1], write=device, spans=(span(csf, kw.value),))
+    return True
+
+
 def _calls(ctx, tracer, sf: SourceFile, scope: ast.AST, stmt: ast.AST, line: int, device: str) -> None:
     for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+        if _criterion_weight(ctx, tracer, sf, scope, call, line, device):
+            return
         module = _is_module(tracer, sf, scope, call.func, line)
         lossy = "loss" in last_name(call.func).lower() or "criterion" in last_name(call.func).lower()
         if not module and not lossy:
