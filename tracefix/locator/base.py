@@ -9,6 +9,7 @@ Reads source with :mod:`ast`; never imports torch or libcst, never writes a file
 from __future__ import annotations
 
 import time
+import ast
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -93,6 +94,16 @@ class LocateContext:
         if self._project is None:
             self._project = Project(self.index)
         return self._project
+
+    def statement(self, i: int = 0) -> Optional[Tuple[MappedFrame, SourceFile, ast.stmt]]:
+        """(frame, its file, its statement) of the i-th mapped frame (0: the crash site); None when
+        there is no such frame or its file does not parse."""
+        if i >= len(self.mapped):
+            return None
+        m = self.mapped[i]
+        sf = self.project.source(m.rel_path)
+        stmt = sf.stmt_at(m.line) if sf is not None and sf.tree is not None else None
+        return (m, sf, stmt) if stmt is not None else None
 
     def run(self) -> Diagnosis:
         if not Path(self.root).is_dir():

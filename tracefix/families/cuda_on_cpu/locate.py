@@ -33,13 +33,10 @@ def run(ctx) -> None:
                          "CPU-only build: install a CUDA build of torch (pick one at pytorch.org/get-started) rather "
                          "than changing the code; nothing is proposed.")
         return
-    if not ctx.mapped:
+    found = ctx.statement()
+    if found is None:
         return
-    crash = ctx.mapped[0]
-    sf = ctx.project.source(crash.rel_path)
-    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
-    if stmt is None:
-        return
+    crash, sf, stmt = found
     scope = sf.scope_of(stmt)
     calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
     if "deserialize" in message:

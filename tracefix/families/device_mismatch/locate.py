@@ -26,15 +26,13 @@ MOVES = ("to", "cuda", "cpu")
 
 
 def run(ctx) -> None:
-    if not ctx.mapped:
-        return
     tracer = ValueTracer(ctx)
     device = None
-    for i, m in enumerate(ctx.mapped):
-        sf = ctx.project.source(m.rel_path)
-        stmt = sf.stmt_at(m.line) if sf is not None and sf.tree is not None else None
-        if stmt is None:
+    for i in range(len(ctx.mapped)):
+        found = ctx.statement(i)
+        if found is None:
             return
+        m, sf, stmt = found
         scope = sf.scope_of(stmt)
         if getattr(scope, "name", "") in ("forward", "__call__") and i + 1 < len(ctx.mapped):
             _factories(ctx, sf, scope, stmt)

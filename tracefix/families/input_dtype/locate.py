@@ -41,13 +41,10 @@ def dtypes(fields: Dict[str, str]) -> Tuple[str, str]:
 
 def run(ctx) -> None:
     got, want = dtypes(dict(ctx.diag.fields))
-    if want != "Float" or not ctx.mapped:
-        return          # a half/bfloat16 model is the precision families' story, not the data's
-    crash = ctx.mapped[0]
-    sf = ctx.project.source(crash.rel_path)
-    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
-    if stmt is None:
+    found = ctx.statement() if want == "Float" else None     # a half/bf16 model: the precision families' story
+    if found is None:
         return
+    crash, sf, stmt = found
     tracer = BatchTracer(ctx)
     scope = sf.scope_of(stmt)
     built: List[Built] = []

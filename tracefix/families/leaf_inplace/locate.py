@@ -20,13 +20,10 @@ STEP_CALLS = frozenset({"backward", "step", "zero_grad", "manual_backward"})
 
 
 def run(ctx) -> None:
-    if not ctx.mapped:
+    found = ctx.statement()
+    if found is None or not _writes_in_place(found[2]):
         return
-    crash = ctx.mapped[0]
-    sf = ctx.project.source(crash.rel_path)
-    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
-    if stmt is None or not _writes_in_place(stmt):
-        return
+    _crash, sf, stmt = found
     fn = sf.scope_of(stmt)
     if _already_no_grad(sf, stmt):
         return          # it runs under no_grad already: the code no longer matches the log

@@ -57,13 +57,10 @@ def disabling_decorator(fn: ast.AST) -> Optional[ast.AST]:
 
 
 def run(ctx) -> None:
-    if not ctx.mapped:
+    found = ctx.statement()
+    if found is None:
         return
-    crash = ctx.mapped[0]
-    sf = ctx.project.source(crash.rel_path)
-    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
-    if stmt is None:
-        return
+    crash, sf, stmt = found
     receiver = next((c[1] for c in map(classify_backward, (n for n in ast.walk(stmt) if isinstance(n, ast.Call)))
                      if c is not None), None)
     if receiver is None:

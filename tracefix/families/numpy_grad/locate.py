@@ -21,13 +21,10 @@ NOT_TENSORS = ("numpy", "item", "tolist", "detach", "cpu", "array", "asarray")
 
 
 def run(ctx) -> None:
-    if not ctx.mapped:
+    found = ctx.statement()
+    if found is None:
         return
-    crash = ctx.mapped[0]
-    sf = ctx.project.source(crash.rel_path)
-    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
-    if stmt is None:
-        return
+    crash, sf, stmt = found
     direct = [n for n in ast.walk(stmt) if numpy_call(n)]
     for call in direct:
         ctx.add(sf, call.func.lineno, call.func.col_offset, "numpy-call",

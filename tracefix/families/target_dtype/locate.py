@@ -39,13 +39,10 @@ def wanted(fields: Dict[str, str]) -> str:
 
 
 def run(ctx) -> None:
-    if not ctx.mapped:
+    found = ctx.statement()
+    if found is None:
         return
-    crash = ctx.mapped[0]
-    sf = ctx.project.source(crash.rel_path)
-    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
-    if stmt is None:
-        return
+    crash, sf, stmt = found
     scope = sf.scope_of(stmt)
     tracer = BatchTracer(ctx)
     calls = loss_calls(tracer, sf, scope, stmt)

@@ -19,13 +19,10 @@ LAYOUT_ATTRS = VIEW_ATTRS - {"data", "real", "imag"}
 
 
 def run(ctx) -> None:
-    if not ctx.mapped:
+    found = ctx.statement()
+    if found is None:
         return
-    crash = ctx.mapped[0]
-    sf = ctx.project.source(crash.rel_path)
-    stmt = sf.stmt_at(crash.line) if sf is not None and sf.tree is not None else None
-    if stmt is None:
-        return
+    crash, sf, stmt = found
     tracer = Tracer(ctx)
     scope = sf.scope_of(stmt)
     views = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
