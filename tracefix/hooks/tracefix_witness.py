@@ -465,14 +465,17 @@ class _Recorder:
                 self.creators.clear()
         Tensor = self.Tensor
         tensors = [a for a in args if isinstance(a, Tensor)]
-        inputs = tuple(id(a) for a in tensors)
+        # The first input's record, linked now: by backward time its Python object may be gone (a
+        # framework's `loss / normalize` keeps only the graph), and its id may belong to another.
+        parent = self.creators.get(id(tensors[0])) if tensors else None
+        parent = parent[1] if parent is not None and parent[0]() is tensors[0] else None
         detail = ""
         red = kwargs.get("reduction")
         if isinstance(red, str):
             detail = "reduction=%r" % red
         self.creators[id(result)] = (weakref.ref(result), {
             "op": getattr(func, "__name__", str(func)), "shape": list(result.shape),
-            "frames": _user_frames(3, 2), "inputs": inputs, "detail": detail,
+            "frames": _user_frames(3, 2), "parent": parent, "detail": detail,
             # another operand with several elements (pred - target): the shape does not come from
             # the first input alone, so reducing further up cannot make the result a scalar
             "mixed": any(a.numel() != 1 for a in tensors[1:]),

@@ -29,17 +29,11 @@ def _nonscalar(rec, func, args, kwargs):
         return
     t = cand[0]
     chain = []
-    seen = set()
-    cur = t
-    key = id(cur)
-    while key is not None and key not in seen and len(chain) < 6:
-        seen.add(key)
-        entry = rec.creators.get(key)
-        if entry is None or (len(chain) == 0 and entry[0]() is not cur) or entry[0]() is None:
-            break          # (a dead tensor's id may have been reused: stop there)
-        made = entry[1]
+    entry = rec.creators.get(id(t))
+    made = entry[1] if entry is not None and entry[0]() is t else None
+    while made is not None and len(chain) < 6:
         chain.append(made)
-        key = made["inputs"][0] if made["inputs"] else None
+        made = made["parent"]
     nodes = []
     try:
         fn = t.grad_fn
