@@ -111,3 +111,70 @@ def test_a_first_backward_that_retains_the_graph_is_not_the_cause(tmp_path):
     """, "g_loss.backward()")
     assert all(s.kind != "detach-shared" and s.kind != "detach-shared-unsure" for s in d.fix_sites)
     assert d.fix_sites[0].kind.startswith("detach-carried") and d.fix_sites[0].line == line(tmp_path, "fake = G(")
+
+
+def framework_project(tmp_path, module_text):
+    """A LightningModule-like model.py trained by a framework's loop: the log's only user frame is
+    the ``trainer.fit`` line, the backward() is the library's."""
+    (tmp_path / "model.py").write_text(textwrap.dedent(module_text).lstrip("\n"), encoding="utf-8")
+    (tmp_path / "train.py").write_text("import lightning as L\nfrom model import Net\n\nL.Trainer().fit(Net())\n")
+    log = ('Traceback (most recent call last):\n  File "/home/u/proj/train.py", line 4, in <module>\n'
+           '    L.Trainer().fit(Net())\n  File "/home/u/.venv/lib/python3.11/site-packages/lightning/pytorch/'
+           'core/module.py", line 1137, in backward\n    loss.backward(*args, **kwargs)\n')
+    (d,) = diagnose(io.BytesIO((log + MESSAGE).encode()), ENTRIES, tmp_path, patches=True).diagnoses
+    assert d.entry_id == "backward-twice"
+    return d
+
+
+def _model_line(tmp_path, needle):
+    return next(i for i, t in enumerate((tmp_path / "model.py").read_text().splitlines(), 1) if needle in t)
+
+
+def _model_text(patch):
+    return next(new for path, _old, new in patch.files if path == "model.py")
+
+
+STATEFUL = """
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.{kind}(4, 8, batch_first=True)
+            self.hidden = {init}
+
+        def training_step(self, batch, batch_idx):
+            out, self.hidden = self.rnn(batch, {read})
+            return out.pow(2).mean()
+"""
+
+
+def test_a_state_attribute_carried_across_framework_steps_is_detached_where_read(tmp_path):
+    d = framework_project(tmp_path, STATEFUL.format(kind="LSTM", init="None", read="self.hidden"))
+    top = d.fix_sites[0]
+    assert (top.path, top.line, top.kind) == ("model.py", _model_line(tmp_path, "out, self.hidden"), "detach-carried-attr")
+    assert "self.rnn(batch, (None if self.hidden is None else tuple(h.detach() for h in self.hidden)))" \
+        in _model_text(d.patches[0])
+    assert d.patches[0].applicability == "safe"
+
+
+def test_a_gru_state_made_by_a_factory_is_detached_as_one_tensor(tmp_path):
+    d = framework_project(tmp_path, STATEFUL.format(kind="GRU", init="torch.zeros(1, 2, 8)", read="self.hidden"))
+    assert "out, self.hidden = self.rnn(batch, self.hidden.detach())" in _model_text(d.patches[0])
+    assert d.patches[0].applicability == "safe"
+
+
+def test_a_state_of_an_unknown_module_gets_an_unsafe_patch(tmp_path):
+    d = framework_project(tmp_path, STATEFUL.format(kind="Linear", init="None", read="self.hidden"))
+    assert d.fix_sites[0].kind == "detach-carried-attr-unsure"
+    assert d.patches[0].applicability == "unsafe"
+
+
+def test_an_attribute_already_detached_or_not_assigned_back_is_not_blamed(tmp_path):
+    d = framework_project(tmp_path, STATEFUL.format(kind="GRU", init="None", read="self.hidden.detach()"))
+    assert not any(s.kind.startswith("detach-carried-attr") for s in d.fix_sites)
+    d = framework_project(tmp_path, STATEFUL.format(kind="GRU", init="None", read="self.h0").replace(
+        "out, self.hidden =", "out, _ ="))
+    assert not any(s.kind.startswith("detach-carried-attr") for s in d.fix_sites)

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import REPO
 from test_programs import ENV, _copy, _tracefix
+from tracefix.families import of_entry
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,10 +54,11 @@ def test_framework_program(folder, tmp_path):
     run = _tracefix("run", "--apply", "--verify", "--format", "json", "--", sys.executable, "train.py", cwd=verify)
     r = json.loads(run.stdout)
     (w,) = r["diagnoses"]
-    assert w["evidence"] is not None, "the witness must explain the crash inside the framework's loop"
-    first = w["evidence"]["sites"][0]
-    assert f"{first['path'].replace(chr(92), '/').rsplit('/', 1)[-1]}:{first['line']}" == exp["witness_site"], \
-        w["evidence"]
+    if of_entry(exp["id"]).evidence:      # a family with a witness recorder
+        assert w["evidence"] is not None, "the witness must explain the crash inside the framework's loop"
+        first = w["evidence"]["sites"][0]
+        assert f"{first['path'].replace(chr(92), '/').rsplit('/', 1)[-1]}:{first['line']}" == exp["witness_site"], \
+            w["evidence"]
     assert _site(w["fix_sites"][0]) in {exp["fix_site"], *exp.get("fix_site_also", [])}
     assert r["verification"] == "verified", (r, run.stderr[-2000:])
     steps = re.search(r"verified: (\d+) optimizer steps", r["verification_detail"])

@@ -13,6 +13,8 @@ from tracefix.records import FixSite
 _UNSURE = {
     "detach-carried-unsure": "the code does not show whether this state is one tensor or a tuple (an LSTM's (h, c) "
                              "needs tuple(h.detach() for h in state))",
+    "detach-carried-attr-unsure": "the code does not show whether this state is one tensor or a tuple (an LSTM's "
+                                  "(h, c) needs tuple(h.detach() for h in state))",
     "detach-shared-unsure": "the earlier loss no longer sends gradients into what made this value; nothing between "
                             "the two backward() calls steps and zeroes them, so that update changes",
 }
@@ -50,4 +52,26 @@ def detach(ctx: Context, site: FixSite) -> List[Option]:
             if site.kind.startswith("detach-carried") else "score it without backpropagating into what made it")
     return [Option(f"Detach `{name.value}` where it is read: `{name.value}` -> `{site.write}` ({what}); not "
                    "retain_graph=True, which keeps every graph alive and backpropagates twice",
+                   "unsafe" if site.kind in _UNSURE else "safe", _UNSURE.get(site.kind, ""), {site.path: text})]
+
+
+@fixer("detach-carried-attr", "detach-carried-attr-unsure")
+def detach_attribute(ctx: Context, site: FixSite) -> List[Option]:
+    """``self.hidden`` -> ``self.hidden.detach()`` where the carried attribute is read (not assigned)."""
+    src = ctx.source(site.path)
+    if src is None or not site.write:
+        return []
+    lines = (ctx.text(site.path) or "").split("\n")
+    if site.line > len(lines) or site.write in lines[site.line - 1].split("#")[0]:
+        return []
+    wanted = re.search(r"self\.\w+", site.write).group(0)
+    reads = [n for n in src.all_on_line(site.line, cst.Attribute) if src.code(n) == wanted
+             and not any(isinstance(a, cst.AssignTarget) or (isinstance(a, cst.Tuple) and
+                         isinstance(src.parent(a), cst.AssignTarget)) for a in list(src.ancestors(n))[:2])]
+    if len(reads) != 1:
+        return []
+    text = src.replace(reads[0], lambda n: expr(f"({site.write})" if " if " in site.write else site.write))
+    return [Option(f"Detach `{wanted}` where it is read: `{wanted}` -> `{site.write}` (stop the previous step's "
+                   "graph at this state: truncated backpropagation through time); not retain_graph=True, which "
+                   "keeps every graph alive and backpropagates twice",
                    "unsafe" if site.kind in _UNSURE else "safe", _UNSURE.get(site.kind, ""), {site.path: text})]

@@ -10,6 +10,9 @@ the loop that holds the crash:
   ``fake`` scored by the discriminator step, then by the generator step) is detached in that
   earlier loss (``detach-shared``), so the second backward is the only one through it;
 * a graph computed once before the loop (``emb = encoder(x)`` outside it) is named, unpatched.
+* where the loop and its backward() are a framework's (Lightning's ``Trainer.fit``), a method that
+  reads ``self.X`` into a module call and assigns the output back (``out, self.hidden = self.gru(x,
+  self.hidden)``) carries the state: it is detached where it is read (``detach-carried-attr``).
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ def run(ctx) -> None:
     loss = backward_receiver(stmt) if stmt is not None else None
     loop = _loop_of(sf, stmt) if loss is not None else None
     if loop is None:
+        if stmt is not None and loss is None:   # the backward() is a library's: Lightning's closure, a Trainer
+            _carried_attributes(ctx)
         return
     body = list(_statements(loop.body))
     _carried(ctx, sf, loop, body, stmt, loss)
@@ -145,6 +150,51 @@ def _carried(ctx, sf: SourceFile, loop: ast.AST, body: List[ast.stmt], crash: as
                     f"`{r.id}` is carried over from the previous iteration with that iteration's graph, which its "
                     f"backward() freed; detach it where it is read: {write}.", CARRIED)
             ctx.sites[-1] = _with_write(ctx.sites[-1], write)
+
+
+def _carried_attributes(ctx) -> None:
+    """A method that reads ``self.X`` into a module call and assigns that call's output back to
+    ``self.X`` (``out, self.hidden = self.gru(x, self.hidden)``): the state rides from one
+    framework step to the next with the previous step's graph."""
+    for _rel, sf in ctx.sources(ctx.search_files(("self.",))):
+        if sf.tree is None:
+            continue
+        for fn in sf.functions():
+            for st in ast.walk(fn):
+                if not isinstance(st, ast.Assign) or not _model_output(sf, st.value):
+                    continue
+                assigned = {t.attr for tg in st.targets for t in ast.walk(tg) if _self_attr(t)}
+                detached = {id(a) for c in ast.walk(st.value) if isinstance(c, ast.Call) and last_name(c.func) == "detach"
+                            and isinstance(c.func, ast.Attribute) for a in ast.walk(c.func.value)}
+                for r in ast.walk(st.value):
+                    if _self_attr(r) and r.attr in assigned and id(r) not in detached:
+                        kind, write = _attribute_detached(sf, fn, st.value, r.attr)
+                        ctx.add(sf, r.lineno, r.col_offset, kind,
+                                f"`self.{r.attr}` is read by {last_name(st.value.func)}() and assigned its output "
+                                f"again in {fn.name}(): each step carries the previous step's graph, which that "
+                                f"step's backward() freed; detach it where it is read: {write}.", CARRIED)
+                        ctx.sites[-1] = _with_write(ctx.sites[-1], write)
+
+
+def _self_attr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+        and isinstance(node.ctx, (ast.Load, ast.Store))
+
+
+def _attribute_detached(sf: SourceFile, fn: ast.AST, call: ast.Call, attr: str) -> Tuple[str, str]:
+    """``self.X.detach()`` for a GRU's/RNN's state, a tuple of detached parts for an LSTM's (h, c),
+    decided by the ``nn.*`` module the class builds as the called attribute."""
+    name = f"self.{attr}"
+    callee = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    built = [last_name(n.value.func) for n in ast.walk(sf.tree) if isinstance(n, ast.Assign)
+             and isinstance(n.value, ast.Call) and any(_self_attr(t) and t.attr == callee for t in n.targets)]
+    parts = {RECURRENT.get(b) for b in built}
+    kind = "detach-carried-attr" if parts in ({1}, {2}) else "detach-carried-attr-unsure"
+    write = f"tuple(h.detach() for h in {name})" if parts == {2} else f"{name}.detach()"
+    # a state that starts as None (the module makes the first one) stays None on the first step
+    starts_none = any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None
+                      and any(_self_attr(t) and t.attr == attr for t in n.targets) for n in ast.walk(sf.tree))
+    return kind, (f"None if {name} is None else {write}" if starts_none else write)
 
 
 def _detached(ctx, sf: SourceFile, loop: ast.AST, name: str) -> Tuple[str, str]:
