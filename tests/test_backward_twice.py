@@ -17,7 +17,12 @@ def project(tmp_path, text, needle):
     (tmp_path / "train.py").write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     lines = (tmp_path / "train.py").read_text().splitlines()
     n = next(i for i, t in enumerate(lines, 1) if needle in t)
-    log = f'Traceback (most recent call last):\n  File "/home/u/proj/train.py", line {n}, in <module>\n    {lines[n - 1].strip()}\n'
+    return diagnosed(tmp_path, f'Traceback (most recent call last):\n  File "/home/u/proj/train.py", line {n}, in '
+                               f'<module>\n    {lines[n - 1].strip()}\n')
+
+
+def diagnosed(tmp_path, log):
+    """The one backward-twice diagnosis of ``log`` (the message appended), with its patches."""
     (d,) = diagnose(io.BytesIO((log + MESSAGE).encode()), ENTRIES, tmp_path, patches=True).diagnoses
     assert d.entry_id == "backward-twice"
     return d
@@ -121,9 +126,7 @@ def framework_project(tmp_path, module_text):
     log = ('Traceback (most recent call last):\n  File "/home/u/proj/train.py", line 4, in <module>\n'
            '    L.Trainer().fit(Net())\n  File "/home/u/.venv/lib/python3.11/site-packages/lightning/pytorch/'
            'core/module.py", line 1137, in backward\n    loss.backward(*args, **kwargs)\n')
-    (d,) = diagnose(io.BytesIO((log + MESSAGE).encode()), ENTRIES, tmp_path, patches=True).diagnoses
-    assert d.entry_id == "backward-twice"
-    return d
+    return diagnosed(tmp_path, log)
 
 
 def _model_line(tmp_path, needle):
