@@ -1,9 +1,9 @@
 """Shared fixtures: the shipped samples, run once per session (real PyTorch, in parallel)."""
 import os
+import pickle
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,12 +70,87 @@ def copy_sample(sample: Sample, dest: Path) -> Path:
     return target
 
 
+class SharedRuns:
+    """Real runs made once per test session, however many xdist workers ask: ``runs[key]`` computes
+    ``make(key, folder)`` under a lock in the folder all workers share, pickles the result there,
+    and every later request (from any worker) reads it.  Each key is its own lock, so two workers
+    compute two different keys side by side instead of both computing all of them."""
+
+    def __init__(self, base: Path, name: str, make):
+        self.base, self.make = base / name, make
+        self.base.mkdir(parents=True, exist_ok=True)
+
+    def __getitem__(self, key: str):
+        from filelock import FileLock
+
+        done = self.base / f"{key}.pickle"
+        with FileLock(str(self.base / f"{key}.lock")):
+            if not done.exists():
+                folder = self.base / key
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                tmp = done.with_suffix(".part")
+                tmp.write_bytes(pickle.dumps(self.make(key, folder)))
+                tmp.replace(done)
+            return pickle.loads(done.read_bytes())
+
+
+def shared_base(tmp_path_factory, worker_id: str) -> Path:
+    """The temporary folder every xdist worker of this session sees (its own, without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
 @pytest.fixture(scope="session")
-def sample_runs(tmp_path_factory):
-    """Each reproducible sample copied and run once: name -> (copy dir, CompletedProcess)."""
-    base = tmp_path_factory.mktemp("runs")
-    todo = [s for s in SAMPLE_LIST if not s.recorded]
-    copies = {s.name: copy_sample(s, base) for s in todo}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip(copies, pool.map(run_script, copies.values())))
-    return {name: (copies[name], results[name]) for name in copies}
+def sample_runs(tmp_path_factory, worker_id):
+    """Each reproducible sample copied and run once: ``sample_runs[name]`` -> (copy dir, CompletedProcess)."""
+    by_name = {s.name: s for s in SAMPLE_LIST if not s.recorded}
+
+    def make(name, folder):
+        root = copy_sample(by_name[name], folder)
+        return root, run_script(root)
+
+    return SharedRuns(shared_base(tmp_path_factory, worker_id), "sample-runs", make)
+
+
+def sample_patches(sample: Sample):
+    """The patches ``tracefix --format json`` proposes from the sample's own log."""
+    import json
+
+    proc = run_tracefix("--format", "json", "--root", sample.dir, stdin=sample.log.read_bytes())
+    assert proc.returncode == 0, proc.stderr.decode()
+    (diag,) = json.loads(proc.stdout)["diagnoses"]
+    return diag["patches"]
+
+
+def python_files(root: Path) -> dict:
+    """The project's .py files (not tracefix's own undo records) by relative path -> bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.py"))
+            if ".tracefix" not in p.relative_to(root).parts}
+
+
+@pytest.fixture(scope="session")
+def safe_runs(tmp_path_factory, worker_id):
+    """``safe_runs[name]`` -> [(patch number, summary, tracefix --apply result, train.py result or None,
+    the .py files as patched)]: each safe patch applied (``--apply --pick N``) to a fresh copy of the
+    sample, which is then run (a recorded sample's is only compiled: its error needs CUDA)."""
+    by_name = {s.name: s for s in SAMPLE_LIST}
+
+    def make(name, folder):
+        sample, out = by_name[name], []
+        for number, patch in enumerate(sample_patches(sample), 1):
+            if patch["applicability"] != "safe":
+                continue
+            root = copy_sample(sample, folder / str(number))
+            applied = run_tracefix("--format", "plain", "--apply", "--pick", number, "--root", root,
+                                   stdin=sample.log.read_bytes())
+            trained = None
+            if applied.returncode != 0 or sample.recorded:
+                for path in root.rglob("*.py"):
+                    compile(path.read_text(encoding="utf-8"), str(path), "exec")
+            else:
+                trained = run_script(root)
+            out.append((number, patch["summary"], applied, trained, python_files(root)))
+        return out
+
+    return SharedRuns(shared_base(tmp_path_factory, worker_id), "safe-runs", make)

@@ -6,6 +6,7 @@ import pytest
 from tracefix.families import families
 from tracefix.knowledge import KnowledgeError, load_entries
 from tracefix.pipeline import collect
+from tracefix.reader import FULL_SCAN
 
 ENTRIES = load_entries(examples=True)
 KNOWN = {entry_id for fam in families() for entry_id in fam.entries}
@@ -70,14 +71,20 @@ def test_near_misses_match_no_entry_at_all():
 
 def test_big_log_finds_every_example_at_its_end_and_tracebacks_in_its_middle():
     """Past the always-parsed head a chunk is parsed only near a traceback header; the end always is."""
-    filler = ("step 1 | loss 0.1234 | grad_norm 0.8 | lr 1e-4 | it/s 35.1\n" * 30000).encode()  # ~1.7 MiB
+    line = b"step 1 | loss 0.1234 | grad_norm 0.8 | lr 1e-4 | it/s 35.1\n"
+    past_head = line * (FULL_SCAN // len(line) + 1000)      # the example starts past FULL_SCAN
+    gap = line * 20000                                       # more than a chunk between two tracebacks
     for e in ENTRIES:
+        middle = [past_head]
         for ex in e.examples:
-            tail = filler * 3 + ex.log.encode() + b"\n"
+            tail = past_head + ex.log.encode() + b"\n"
             assert e.id in [d.entry_id for d in collect(io.BytesIO(tail), ENTRIES).diagnoses], (e.id, ex.name)
             if "most recent call last" in ex.log:
-                middle = filler * 3 + ex.log.encode() + b"\n" + filler * 3
-                assert e.id in [d.entry_id for d in collect(io.BytesIO(middle), ENTRIES).diagnoses], (e.id, ex.name)
+                middle += [ex.log.encode(), b"\n", gap]
+        if len(middle) > 1:     # the entry's every traceback example, each in the middle of one log
+            report = collect(io.BytesIO(b"".join(middle + [past_head])), ENTRIES)
+            got = [d for d in report.diagnoses if d.entry_id == e.id]
+            assert len(got) == (len(middle) - 1) // 3, (e.id, len(got))
 
 
 BROKEN = [

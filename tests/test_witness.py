@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_LIST, copy_sample
+from conftest import SAMPLE_LIST, SharedRuns, copy_sample, shared_base
 from tracefix.families import families, of_entry
 from tracefix.hooks import HOOKS_DIR, WITNESS_DATA_MARK, WITNESS_MARK
 from tracefix.paths import is_library_path
@@ -66,13 +66,16 @@ def crash_shape(text: str):
 
 
 # --- every live sample under the witness ------------------------------------------------------
-@pytest.fixture(scope="module")
-def witness_runs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("witness")
-    copies = {s.name: copy_sample(s, base) for s in LIVE}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip(copies, pool.map(lambda d: run_py(["train.py"], d), copies.values())))
-    return {name: (copies[name], results[name]) for name in copies}
+@pytest.fixture(scope="session")
+def witness_runs(tmp_path_factory, worker_id):
+    """``witness_runs[name]`` -> (copy dir, CompletedProcess): each live sample run once under the witness."""
+    by_name = {s.name: s for s in LIVE}
+
+    def make(name, folder):
+        root = copy_sample(by_name[name], folder)
+        return root, run_py(["train.py"], root)
+
+    return SharedRuns(shared_base(tmp_path_factory, worker_id), "witness-runs", make)
 
 
 def _expected(sample):
