@@ -30,3 +30,13 @@ NOT_INPLACE_METHODS = frozenset({
 STRIDE_METHODS = frozenset({
     "transpose", "permute", "t", "expand", "expand_as", "narrow", "swapaxes", "swapdims", "movedim", "moveaxis",
     "unfold", "as_strided", "diagonal"})
+
+# functions a framework's training loop calls for the loss it then backpropagates (Lightning's
+# LightningModule.training_step, the Hugging Face Trainer.compute_loss) and the helpers they share
+LOSS_FN_NAMES = frozenset({
+    "training_step", "compute_loss", "train_step", "_compute_loss", "compute_losses",
+    "shared_step", "_shared_step", "_common_step", "common_step", "step_loss"})
+# ... and the hooks a framework runs with gradients off (Lightning's evaluation loops, the Trainer's)
+NO_GRAD_HOOKS = frozenset({"validation_step", "test_step", "predict_step", "prediction_step"})
+# module base classes that know their own device as ``self.device`` (the framework moves them there)
+DEVICE_AWARE_MODULES = frozenset({"LightningModule"})

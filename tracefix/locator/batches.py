@@ -154,6 +154,8 @@ class BatchTracer(ValueTracer):
             # (img - 0.2) / 0.3: a Python number does not change a tensor's dtype; the tensors do
             for operand in _operands(expr):
                 self._follow(sf, scope, operand, line, picks, nxt, frame, trail, out)
+        elif isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant):
+            return              # -1: a Python number, not a tensor
         elif not [p for p in picks if p is not ITEM] and isinstance(expr, (ast.BinOp, ast.Compare, ast.UnaryOp)):
             out.append(Built(sf, expr, trail))
 

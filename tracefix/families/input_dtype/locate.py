@@ -13,6 +13,7 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from tracefix.locator.batches import BatchTracer, Built, makes, span, unique
+from tracefix.paths import is_library_path
 from tracefix.pysource import SourceFile, dotted, last_name
 from tracefix.record import replace
 
@@ -59,7 +60,11 @@ def run(ctx) -> None:
     if built and not mine:
         return          # built as float32 already: the code no longer matches the log
     if entry is None:
-        return
+        # not traced to its builder because a framework's loop hands the batch in: cast at the layer call
+        layer = _layer_call(stmt) if _called_by_library(ctx, crash) else None
+        if layer is None:
+            return
+        entry = (sf, layer)
     esf, ecall = entry
     others, untraced = [], []
     calls = _other_calls(ctx, esf, ecall)
@@ -90,6 +95,24 @@ def run(ctx) -> None:
             + (f" (and at its {len(calls) - 1} other call(s))" if len(calls) > 1 else ""),
             CAST if mine else CAST_ONLY)
     ctx.sites[-1] = replace(ctx.sites[-1], spans=tuple(span(s, c.args[0]) for s, c in calls))
+
+
+def _called_by_library(ctx, crash) -> bool:
+    """The crash site's function was called by a library's frame (Lightning's loop calling training_step)."""
+    frames = list(ctx.diag.traceback.frames)
+    i = next((k for k, f in enumerate(frames) if f is crash.frame), 0)
+    return i > 0 and is_library_path(frames[i - 1].path)
+
+
+def _layer_call(stmt: ast.AST) -> Optional[ast.Call]:
+    """The call of a module (``self.net(x)``, ``model(x)``) on the crash statement that runs first,
+    when there is one: not a function of a package (``F.mse_loss``), not a tensor's method."""
+    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and n.args
+             and not isinstance(n.args[0], (ast.Starred, ast.Constant))
+             and (isinstance(n.func, ast.Name) or (isinstance(n.func, ast.Attribute)
+                                                   and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"))]
+    inner = [c for c in calls if not any(o is not c and o in calls for o in ast.walk(c.args[0]))]
+    return inner[0] if len(inner) == 1 else None
 
 
 def _other_calls(ctx, sf: SourceFile, call: ast.Call) -> List[Tuple[SourceFile, ast.Call]]:

@@ -14,7 +14,9 @@ import ast
 from typing import List, Optional, Set, Tuple
 
 from tracefix.locator.tracing import ValueTracer, classify_backward, returns
+from tracefix.paths import is_library_path
 from tracefix.pysource import SourceFile, keyword, last_name
+from tracefix.vocab import LOSS_FN_NAMES, NO_GRAD_HOOKS
 
 BLOCK = 0.9           # the loss is computed inside a no_grad block
 DECORATOR = 0.9       # ... by a function decorated with @torch.no_grad()
@@ -63,10 +65,13 @@ def run(ctx) -> None:
     crash, sf, stmt = found
     receiver = next((c[1] for c in map(classify_backward, (n for n in ast.walk(stmt) if isinstance(n, ast.Call)))
                      if c is not None), None)
-    if receiver is None:
-        return
     tracer = ValueTracer(ctx)
     found = _Finder(ctx, tracer)
+    if receiver is None:
+        frames = ctx.diag.traceback.frames
+        if frames and is_library_path(frames[-1].path):
+            _framework_step(ctx, found)     # the backward() is the framework's (Lightning, a Trainer)
+        return
     for m in ctx.mapped:                       # the step itself runs with gradients off
         msf = ctx.project.source(m.rel_path)
         mstmt = msf.stmt_at(m.line) if msf is not None and msf.tree is not None else None
@@ -77,6 +82,23 @@ def run(ctx) -> None:
         found.statement(csf, cstmt, {id(s) for _f, s in chain})
     if not ctx.sites:
         found.frozen()
+
+
+def _framework_step(ctx, found: "_Finder") -> None:
+    """The loss a framework backpropagates comes from the project's training_step/compute_loss:
+    follow each one's returned values, as for a backward() of the project's own."""
+    for _rel, sf in ctx.sources(ctx.project_files(tuple("def " + n for n in sorted(LOSS_FN_NAMES)))):
+        for fn in (f for f in sf.functions() if f.name in LOSS_FN_NAMES):
+            deco = disabling_decorator(fn)
+            if deco is not None:
+                found._decorator(sf, fn, deco, f"`{fn.name}`, whose returned loss the framework backpropagates, is "
+                                 f"decorated with `@{sf.segment(deco)}`: nothing it computes is recorded.")
+            for r in returns(fn)[:3]:
+                if r.value is None or isinstance(r.value, ast.Constant):
+                    continue
+                chain = [(sf, r)] + found.chain(sf, fn, r.value, r.lineno, 0)
+                for csf, cstmt in chain:
+                    found.statement(csf, cstmt, {id(s) for _f, s in chain})
 
 
 class _Finder:
@@ -181,7 +203,8 @@ class _Finder:
     def _decorator(self, sf: SourceFile, fn: ast.AST, deco: ast.AST, reason: str) -> None:
         others = self.tracer.call_sites(sf, fn)
         bare = [f"{csf.rel}:{call.lineno}" for csf, call in others
-                if disabling_with(csf, call) is None and disabling_decorator(csf.scope_of(call)) is None]
+                if disabling_with(csf, call) is None and disabling_decorator(csf.scope_of(call)) is None
+                and getattr(csf.scope_of(call), "name", "") not in NO_GRAD_HOOKS]
         if len(bare) > 1:
             kind = "nograd-decorator-shared"
             reason += (f" It is also called outside no_grad ({', '.join(bare[1:3])}): those calls would then "

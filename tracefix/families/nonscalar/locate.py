@@ -14,9 +14,8 @@ from tracefix.locator.tracing import (FUNC_TYPES, MAX_DEPTH, ValueTracer, ACCEL_
                                       func_name, is_param, returns, src, unwrap_chain, value_col)
 from tracefix.pysource import SourceFile, const_str, dotted, keyword, last_name
 from tracefix.record import replace
+from tracefix.vocab import LOSS_FN_NAMES
 
-LOSS_FN_NAMES = {"training_step", "compute_loss", "train_step", "_compute_loss", "compute_losses",
-                 "shared_step", "_shared_step", "_common_step", "common_step", "step_loss"}
 FUNCTIONAL_LOSSES = {"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "nll_loss",
                      "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss", "mse_loss", "l1_loss",
                      "smooth_l1_loss", "huber_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
