@@ -1,17 +1,16 @@
-"""Programs trained through a real framework (tests/frameworks): each runs once as it crashes; its
-real traceback is diagnosed from the plain log (the user's crash site and fix site, never a frame
-in site-packages), and one `tracefix run --apply --verify` shows the witness explaining the crash
-from inside the framework's loop and the patched program training."""
+"""Programs trained through a real framework (tests/frameworks): one `tracefix run --apply --verify`
+each.  Its crash, as the run passed it through, is diagnosed as a plain log (the user's crash site
+and fix site, never a frame in site-packages); the run itself shows the witness explaining the
+crash from inside the framework's loop and the patched program training."""
 import importlib.util
 import json
 import re
-import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO
-from test_programs import ENV, _copy, _tracefix
+from test_programs import _copy, _tracefix, crash_log
 from tracefix.families import of_entry
 
 if sys.version_info >= (3, 11):
@@ -33,16 +32,17 @@ def test_framework_program(folder, tmp_path):
     assert importlib.util.find_spec(exp["framework"]) is not None, f"the test extra installs {exp['framework']}"
     trained = re.compile(exp["trained"], re.M)
 
-    plain = _copy(folder, tmp_path / "plain" / folder.name)
-    crash = subprocess.run([sys.executable, "train.py"], cwd=plain, capture_output=True, text=True, env=ENV,
-                           timeout=300)
-    assert crash.returncode != 0 and not trained.search(crash.stdout), "the program no longer crashes"
-    frames = re.findall(r'File "([^"]+)", line \d+', crash.stderr)
+    verify = _copy(folder, tmp_path / "verify" / folder.name)
+    run = _tracefix("run", "--apply", "--verify", "--format", "json", "--", sys.executable, "train.py", cwd=verify)
+    r = json.loads(run.stdout)
+    log = crash_log(run.stderr)
+    assert r["command_exit_code"] != 0 and not trained.search(log), "the program no longer crashes"
+    frames = re.findall(r'File "([^"]+)", line \d+', log)
     framework = [f for f in frames if re.search(rf"site-packages[/\\]{exp['framework']}[/\\]", f)]
     assert len(framework) >= 3, "the traceback must go through the framework's own frames"
 
-    report = json.loads(_tracefix("--format", "json", "--root", str(plain), "-",
-                                  input=crash.stdout + crash.stderr).stdout)
+    plain = _copy(folder, tmp_path / "plain" / folder.name)     # the plain log, against the unpatched project
+    report = json.loads(_tracefix("--format", "json", "--root", str(plain), "-", input=log).stdout)
     (d,) = report["diagnoses"]
     assert d["id"] == exp["id"]
     assert _site(d["crash_site"]) == exp["crash_site"]
@@ -50,9 +50,6 @@ def test_framework_program(folder, tmp_path):
     assert not any("site-packages" in s["path"] for s in d["fix_sites"]), d["fix_sites"]
     assert d["patches"] and d["patches"][0]["applicability"] == "safe", d["patches"]
 
-    verify = _copy(folder, tmp_path / "verify" / folder.name)
-    run = _tracefix("run", "--apply", "--verify", "--format", "json", "--", sys.executable, "train.py", cwd=verify)
-    r = json.loads(run.stdout)
     (w,) = r["diagnoses"]
     if of_entry(exp["id"]).evidence:      # a family with a witness recorder
         assert w["evidence"] is not None, "the witness must explain the crash inside the framework's loop"
@@ -63,4 +60,4 @@ def test_framework_program(folder, tmp_path):
     assert r["verification"] == "verified", (r, run.stderr[-2000:])
     steps = re.search(r"verified: (\d+) optimizer steps", r["verification_detail"])
     assert steps and int(steps.group(1)) >= 2, r["verification_detail"]   # the framework's own steps, counted
-    assert trained.search(run.stderr), run.stderr[-1500:]                   # and the program ran on to the end
+    assert trained.search(run.stderr[len(log):]), run.stderr[-1500:]                   # and the program ran on to the end
