@@ -101,14 +101,31 @@ def shared_base(tmp_path_factory, worker_id: str) -> Path:
     return base if worker_id == "master" else base.parent
 
 
+def witness_env(on: bool = True) -> dict:
+    """The environment of a sample's run: tracefix's witness armed (``on``), as ``tracefix run`` arms it."""
+    from tracefix.runner import hook_env
+
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
+    for k in ("TRACEFIX_ANOMALY", "TRACEFIX_VERIFY_STEPS", "TRACEFIX_WITNESS"):
+        env.pop(k, None)
+    if on:
+        env.update(hook_env(witness=True, base=env))
+    return env
+
+
+WITNESS_TIMEOUT = 300
+
+
 @pytest.fixture(scope="session")
 def sample_runs(tmp_path_factory, worker_id):
-    """Each reproducible sample copied and run once: ``sample_runs[name]`` -> (copy dir, CompletedProcess)."""
+    """Each reproducible sample copied and run once, under the witness (which must not change its
+    crash, tests/test_witness.py): ``sample_runs[name]`` -> (copy dir, CompletedProcess)."""
     by_name = {s.name: s for s in SAMPLE_LIST if not s.recorded}
 
     def make(name, folder):
         root = copy_sample(by_name[name], folder)
-        return root, run_script(root)
+        return root, subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True,
+                                    timeout=WITNESS_TIMEOUT, env=witness_env())
 
     return SharedRuns(shared_base(tmp_path_factory, worker_id), "sample-runs", make)
 

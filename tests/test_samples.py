@@ -12,6 +12,7 @@ import pytest
 from conftest import (SAMPLE_LIST, SAMPLES, copy_sample, python_files, registered_entries, run_script,
                       run_tracefix)
 from tracefix.families import of_entry
+from tracefix.paths import is_library_path
 
 IDS = [s.name for s in SAMPLE_LIST]
 LIVE = [s for s in SAMPLE_LIST if not s.recorded]
@@ -24,10 +25,12 @@ def test_there_are_samples_for_every_entry():
 
 
 def _user_frames(text):
-    """(basename, line, code) of frames outside site-packages, and the final exception line."""
+    """(basename, line, code) of frames outside libraries (torch, tracefix's witness), and the final
+    exception line; the witness's own lines are left out."""
+    text = "".join(ln for ln in text.splitlines(True) if not ln.startswith("tracefix-witness"))
     frames = re.findall(r'File "([^"]+)", line (\d+), in .*\n\s+(.*)', text)
     user = [(p.replace("\\", "/").rsplit("/", 1)[-1], int(n), c.strip()) for p, n, c in frames
-            if "site-packages" not in p and "/torch/" not in p]
+            if not is_library_path(p) and "/torch/" not in p]
     last = [ln for ln in text.splitlines() if re.match(r"^\w+(Error|Exception)", ln)]
     return user, last[-1] if last else None
 

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_LIST, SharedRuns, copy_sample, shared_base
+from conftest import SAMPLE_LIST, WITNESS_TIMEOUT as TIMEOUT, copy_sample, witness_env
 from tracefix.families import families, of_entry
 from tracefix.hooks import HOOKS_DIR, WITNESS_DATA_MARK, WITNESS_MARK
 from tracefix.paths import is_library_path
 from tracefix.reader import parse_evidence, read_tracebacks
 from tracefix.record import replace
-from tracefix.runner import hook_env
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,16 +33,6 @@ else:
 LIVE = [s for s in SAMPLE_LIST if not s.recorded]
 # the evidence kinds each entry's family declares (tracefix/families/<name>/family.py)
 KINDS = {entry: set(fam.evidence) for fam in families() for entry in fam.entries}
-TIMEOUT = 300
-
-
-def witness_env(on: bool = True) -> dict:
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
-    for k in ("TRACEFIX_ANOMALY", "TRACEFIX_VERIFY_STEPS", "TRACEFIX_WITNESS"):
-        env.pop(k, None)
-    if on:
-        env.update(hook_env(witness=True, base=env))
-    return env
 
 
 def run_py(args, cwd: Path, on: bool = True) -> subprocess.CompletedProcess:
@@ -67,15 +56,9 @@ def crash_shape(text: str):
 
 # --- every live sample under the witness ------------------------------------------------------
 @pytest.fixture(scope="session")
-def witness_runs(tmp_path_factory, worker_id):
-    """``witness_runs[name]`` -> (copy dir, CompletedProcess): each live sample run once under the witness."""
-    by_name = {s.name: s for s in LIVE}
-
-    def make(name, folder):
-        root = copy_sample(by_name[name], folder)
-        return root, run_py(["train.py"], root)
-
-    return SharedRuns(shared_base(tmp_path_factory, worker_id), "witness-runs", make)
+def witness_runs(sample_runs):
+    """``witness_runs[name]`` -> (copy dir, CompletedProcess): each live sample's one run, under the witness."""
+    return sample_runs
 
 
 def _expected(sample):
