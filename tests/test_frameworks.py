@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from test_programs import _copy, _tracefix, crash_log
+from test_programs import _copy, _tracefix, after_crash, crash_log
 from tracefix.families import of_entry
 
 if sys.version_info >= (3, 11):
@@ -60,4 +60,4 @@ def test_framework_program(folder, tmp_path):
     assert r["verification"] == "verified", (r, run.stderr[-2000:])
     steps = re.search(r"verified: (\d+) optimizer steps", r["verification_detail"])
     assert steps and int(steps.group(1)) >= 2, r["verification_detail"]   # the framework's own steps, counted
-    assert trained.search(run.stderr[len(log):]), run.stderr[-1500:]                   # and the program ran on to the end
+    assert trained.search(after_crash(run.stderr)), run.stderr[-1500:]                   # and the program ran on to the end

@@ -36,11 +36,19 @@ def _tracefix(*args, **kw):
 
 def crash_log(run_stderr: str) -> str:
     """What the crashed command printed, as ``tracefix run`` passed it through (stdout and stderr,
-    the witness's own lines held back): everything before tracefix's first line of its own.  The
+    without the witness's block): everything before tracefix's first line of its own.  The
     witness does not change a traceback (tests/test_witness.py), so this is the plain log a user
     pipes into tracefix, and one run serves both the plain diagnosis and --apply --verify."""
     m = re.search(r"^tracefix: ", run_stderr, re.M)
-    return run_stderr[:m.start()] if m else run_stderr
+    out = run_stderr[:m.start()] if m else run_stderr
+    # the witness's block, where it was passed through, is not in a plain log: leave it out
+    return "".join(ln for ln in out.splitlines(True) if not ln.startswith("tracefix-witness"))
+
+
+def after_crash(run_stderr: str) -> str:
+    """What ``tracefix run`` printed from its first line of its own on (the verify run's output)."""
+    m = re.search(r"^tracefix: ", run_stderr, re.M)
+    return run_stderr[m.start():] if m else ""
 
 
 @pytest.mark.parametrize("folder", PROGRAMS, ids=[p.name for p in PROGRAMS])
@@ -65,7 +73,7 @@ def test_program(folder, tmp_path):
     label = diag[0]["patches"][0]["applicability"] if diag[0]["patches"] else "none"
 
     verdict = report.get("verification")
-    trains = trained.search(run.stderr[len(log):]) is not None         # the verify run's own output
+    trains = trained.search(after_crash(run.stderr)) is not None         # the verify run's own output
     # never said of a program that still fails, whatever the entry expects
     assert not (verdict == "verified" and not trains), run.stderr[-1500:]
 
