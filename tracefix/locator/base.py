@@ -21,6 +21,7 @@ from tracefix.paths import is_library_path, is_notebook_path
 from tracefix.pysource import Project, SourceFile
 from tracefix.record import replace
 from tracefix.records import Diagnosis, FixSite, Site
+from tracefix.vocab import LOSS_FN_NAMES
 
 TIME_BUDGET_S = 15.0        # a whole-project search stops (with a note) after this long
 FIXED_SINCE = "the file seems to have been fixed since this log was written"
@@ -297,6 +298,14 @@ class LocateContext:
             self._note_once(f"Only the first {MAX_SEARCH_FILES} of {len(files)} matching files were searched.")
             files = files[:MAX_SEARCH_FILES]
         return files
+
+    def loss_functions(self) -> Iterator[Tuple[SourceFile, ast.AST]]:
+        """The project's functions a framework's loop takes its loss from (``training_step``,
+        ``compute_loss``... :data:`tracefix.vocab.LOSS_FN_NAMES`), with their files."""
+        for _rel, sf in self.sources(self.project_files(tuple("def " + n for n in sorted(LOSS_FN_NAMES)))):
+            for fn in sf.functions():
+                if fn.name in LOSS_FN_NAMES:
+                    yield sf, fn
 
     def sources(self, rels: Iterable[str]) -> Iterator[Tuple[str, SourceFile]]:
         """(rel, parsed file) for each of rels, once each, until the search's time budget runs out."""

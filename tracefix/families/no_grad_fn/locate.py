@@ -16,7 +16,7 @@ from typing import List, Optional, Set, Tuple
 from tracefix.locator.tracing import ValueTracer, classify_backward, returns
 from tracefix.paths import is_library_path
 from tracefix.pysource import SourceFile, keyword, last_name
-from tracefix.vocab import LOSS_FN_NAMES, NO_GRAD_HOOKS
+from tracefix.vocab import NO_GRAD_HOOKS
 
 BLOCK = 0.9           # the loss is computed inside a no_grad block
 DECORATOR = 0.9       # ... by a function decorated with @torch.no_grad()
@@ -87,18 +87,17 @@ def run(ctx) -> None:
 def _framework_step(ctx, found: "_Finder") -> None:
     """The loss a framework backpropagates comes from the project's training_step/compute_loss:
     follow each one's returned values, as for a backward() of the project's own."""
-    for _rel, sf in ctx.sources(ctx.project_files(tuple("def " + n for n in sorted(LOSS_FN_NAMES)))):
-        for fn in (f for f in sf.functions() if f.name in LOSS_FN_NAMES):
-            deco = disabling_decorator(fn)
-            if deco is not None:
-                found._decorator(sf, fn, deco, f"`{fn.name}`, whose returned loss the framework backpropagates, is "
-                                 f"decorated with `@{sf.segment(deco)}`: nothing it computes is recorded.")
-            for r in returns(fn)[:3]:
-                if r.value is None or isinstance(r.value, ast.Constant):
-                    continue
-                chain = [(sf, r)] + found.chain(sf, fn, r.value, r.lineno, 0)
-                for csf, cstmt in chain:
-                    found.statement(csf, cstmt, {id(s) for _f, s in chain})
+    for sf, fn in ctx.loss_functions():
+        deco = disabling_decorator(fn)
+        if deco is not None:
+            found._decorator(sf, fn, deco, f"`{fn.name}`, whose returned loss the framework backpropagates, is "
+                             f"decorated with `@{sf.segment(deco)}`: nothing it computes is recorded.")
+        for r in returns(fn)[:3]:
+            if r.value is None or isinstance(r.value, ast.Constant):
+                continue
+            chain = [(sf, r)] + found.chain(sf, fn, r.value, r.lineno, 0)
+            for csf, cstmt in chain:
+                found.statement(csf, cstmt, {id(s) for _f, s in chain})
 
 
 class _Finder:

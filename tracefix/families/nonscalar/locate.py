@@ -654,28 +654,24 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
 
     def _per_sample_returns(self) -> None:
         """The crash is inside a library (Lightning, a Trainer): look at training_step/compute_loss."""
-        needles = tuple("def " + n for n in sorted(LOSS_FN_NAMES))
         if self.ctx.mapped:
             m = self.ctx.mapped[0]
             self.ctx.notes.append(f"The crash happened inside a library, called from {m.rel_path}:{m.line}; the "
                                   f"project's training_step/compute_loss functions were searched.")
         found: List[Tuple[float, SourceFile, ast.Return, Optional[Tuple[SourceFile, ast.keyword]]]] = []
-        for _rel, sf in self.ctx.sources(self.ctx.project_files(needles)):
-            for fn in sf.functions():
-                if fn.name not in LOSS_FN_NAMES:
+        for sf, fn in self.ctx.loss_functions():
+            rets = [r for r in returns(fn) if not isinstance(r.value, ast.Constant)]
+            reds = [self._reduced_origin(sf, fn, r.value, r.lineno + 1) for r in rets]
+            for red in reds if all(reds) else ():   # some branch unreduced: on purpose, see _backward
+                self._note_reduced(red)
+            for ret, red in zip(rets, reds):
+                if red is not None:
                     continue
-                rets = [r for r in returns(fn) if not isinstance(r.value, ast.Constant)]
-                reds = [self._reduced_origin(sf, fn, r.value, r.lineno + 1) for r in rets]
-                for red in reds if all(reds) else ():   # some branch unreduced: on purpose, see _backward
-                    self._note_reduced(red)
-                for ret, red in zip(rets, reds):
-                    if red is not None:
-                        continue
-                    value = ret.value
-                    crit = self._crit_origin(sf, fn, value, ret.lineno + 1, value)
-                    if crit is None and isinstance(value, ast.IfExp):
-                        crit = self._crit_origin(sf, fn, value.orelse, ret.lineno + 1, value.orelse)
-                    found.append((0.9 if crit else 0.5, sf, ret, crit))
+                value = ret.value
+                crit = self._crit_origin(sf, fn, value, ret.lineno + 1, value)
+                if crit is None and isinstance(value, ast.IfExp):
+                    crit = self._crit_origin(sf, fn, value.orelse, ret.lineno + 1, value.orelse)
+                found.append((0.9 if crit else 0.5, sf, ret, crit))
         for score, sf, ret, crit in found:
             self.ctx.add(sf, ret.lineno, ret.value.col_offset, "per-sample-return",
                       f"{func_name(sf, ret)} returns a loss that is not reduced to a scalar; the library "
