@@ -1,6 +1,7 @@
 """Shared fixtures: the shipped samples, run once per session (real PyTorch, in parallel)."""
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -116,16 +117,40 @@ def witness_env(on: bool = True) -> dict:
 WITNESS_TIMEOUT = 300
 
 
+def passed_through(run_stderr: str) -> str:
+    """What the crashed command printed, as ``tracefix run`` passed it through (its stdout and
+    stderr, the witness's block included): everything before tracefix's first line of its own."""
+    m = re.search(r"^tracefix: ", run_stderr, re.M)
+    return run_stderr[:m.start()] if m else run_stderr
+
+
+def crash_log(run_stderr: str) -> str:
+    """The plain log a user pipes into tracefix, taken from a ``tracefix run``: what it passed
+    through, without the witness's block.  The witness does not change a traceback
+    (tests/test_witness.py), so one run serves both the plain diagnosis and --apply --verify."""
+    return "".join(ln for ln in passed_through(run_stderr).splitlines(True) if not ln.startswith("tracefix-witness"))
+
+
+def after_crash(run_stderr: str) -> str:
+    """What ``tracefix run`` printed from its first line of its own on (the verify run's output)."""
+    m = re.search(r"^tracefix: ", run_stderr, re.M)
+    return run_stderr[m.start():] if m else ""
+
+
 @pytest.fixture(scope="session")
 def sample_runs(tmp_path_factory, worker_id):
-    """Each reproducible sample copied and run once, under the witness (which must not change its
-    crash, tests/test_witness.py): ``sample_runs[name]`` -> (copy dir, CompletedProcess)."""
+    """Each reproducible sample copied and run once, as ``tracefix run --format json --apply
+    --verify -- python train.py`` (the witness armed): ``sample_runs[name]`` -> (copy dir, now
+    patched; CompletedProcess, text).  Its stdout is the JSON report; its stderr holds the crash as
+    passed through (``passed_through``, ``crash_log``), then tracefix's notes and the verify run."""
     by_name = {s.name: s for s in SAMPLE_LIST if not s.recorded}
 
     def make(name, folder):
         root = copy_sample(by_name[name], folder)
-        return root, subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True,
-                                    timeout=WITNESS_TIMEOUT, env=witness_env())
+        return root, subprocess.run([sys.executable, "-m", "tracefix", "run", "--format", "json", "--apply",
+                                     "--verify", "--root", str(root), "--", sys.executable, "train.py"],
+                                    cwd=root, capture_output=True, text=True, timeout=WITNESS_TIMEOUT,
+                                    env=witness_env(on=False))
 
     return SharedRuns(shared_base(tmp_path_factory, worker_id), "sample-runs", make)
 

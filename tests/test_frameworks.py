@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from conftest import REPO
-from test_programs import _copy, _tracefix, after_crash, crash_log
+from conftest import REPO, after_crash, crash_log
+from test_programs import _copy, _tracefix
 from tracefix.families import of_entry
 
 if sys.version_info >= (3, 11):

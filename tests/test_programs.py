@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, after_crash, crash_log
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -32,23 +32,6 @@ def _copy(src, dest):
 def _tracefix(*args, **kw):
     return subprocess.run([sys.executable, "-m", "tracefix", *args], capture_output=True, text=True, env=ENV,
                           timeout=300, **kw)
-
-
-def crash_log(run_stderr: str) -> str:
-    """What the crashed command printed, as ``tracefix run`` passed it through (stdout and stderr,
-    without the witness's block): everything before tracefix's first line of its own.  The
-    witness does not change a traceback (tests/test_witness.py), so this is the plain log a user
-    pipes into tracefix, and one run serves both the plain diagnosis and --apply --verify."""
-    m = re.search(r"^tracefix: ", run_stderr, re.M)
-    out = run_stderr[:m.start()] if m else run_stderr
-    # the witness's block, where it was passed through, is not in a plain log: leave it out
-    return "".join(ln for ln in out.splitlines(True) if not ln.startswith("tracefix-witness"))
-
-
-def after_crash(run_stderr: str) -> str:
-    """What ``tracefix run`` printed from its first line of its own on (the verify run's output)."""
-    m = re.search(r"^tracefix: ", run_stderr, re.M)
-    return run_stderr[m.start():] if m else ""
 
 
 @pytest.mark.parametrize("folder", PROGRAMS, ids=[p.name for p in PROGRAMS])

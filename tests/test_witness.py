@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_LIST, WITNESS_TIMEOUT as TIMEOUT, copy_sample, witness_env
+from conftest import SAMPLE_LIST, WITNESS_TIMEOUT as TIMEOUT, copy_sample, passed_through, witness_env
 from tracefix.families import families, of_entry
 from tracefix.hooks import HOOKS_DIR, WITNESS_DATA_MARK, WITNESS_MARK
 from tracefix.paths import is_library_path
@@ -57,8 +57,15 @@ def crash_shape(text: str):
 # --- every live sample under the witness ------------------------------------------------------
 @pytest.fixture(scope="session")
 def witness_runs(sample_runs):
-    """``witness_runs[name]`` -> (copy dir, CompletedProcess): each live sample's one run, under the witness."""
-    return sample_runs
+    """``witness_runs[name]`` -> (copy dir, what the crashed run printed, its exit status): each live
+    sample's one run under the witness, as ``tracefix run`` passed it through (conftest.sample_runs;
+    the copy has since been patched)."""
+    class Runs:
+        def __getitem__(self, name):
+            root, proc = sample_runs[name]
+            return root, passed_through(proc.stderr), json.loads(proc.stdout)["command_exit_code"]
+
+    return Runs()
 
 
 def _expected(sample):
@@ -74,35 +81,37 @@ UNWITNESSED = [s for s in LIVE if "witness_site" not in _expected(s)]
 @pytest.mark.parametrize("sample", UNWITNESSED, ids=[s.name for s in UNWITNESSED])
 def test_without_a_recorder_the_witness_leaves_the_crash_alone(sample, witness_runs):
     assert not of_entry(sample.id).evidence, "a family with witness evidence needs witness_site in its samples"
-    _root, proc = witness_runs[sample.name]
-    assert proc.returncode != 0, "the witness must not stop the crash"
-    assert crash_shape(without_block(proc.stderr)) == crash_shape(sample.log.read_text())
-    assert not [ln for ln in proc.stderr.splitlines() if ln.startswith("tracefix-witness")], proc.stderr[-2000:]
+    _root, out, code = witness_runs[sample.name]
+    assert code != 0, "the witness must not stop the crash"
+    assert crash_shape(without_block(out)) == crash_shape(sample.log.read_text())
+    assert not [ln for ln in out.splitlines() if ln.startswith("tracefix-witness")], out[-2000:]
 
 
 @pytest.mark.torch
 @pytest.mark.parametrize("sample", WITNESSED, ids=[s.name for s in WITNESSED])
 def test_witness_names_the_samples_culprit(sample, witness_runs):
     expected = _expected(sample)
-    root, proc = witness_runs[sample.name]
-    assert proc.returncode != 0, "the witness must not stop the crash"
+    root, out, code = witness_runs[sample.name]
+    assert code != 0, "the witness must not stop the crash"
     # The crash reads as without the witness: same user frames, same exception line.
-    assert crash_shape(without_block(proc.stderr)) == crash_shape(sample.log.read_text())
-    blocks = [ln for ln in proc.stderr.splitlines() if ln.startswith("tracefix-witness")]
-    assert [b.split(":", 1)[0] for b in blocks] == ["tracefix-witness", "tracefix-witness-data"], proc.stderr[-3000:]
-    tbs = [tb for tb in read_tracebacks(io.BytesIO(proc.stderr.encode())) if tb.evidence is not None]
+    assert crash_shape(without_block(out)) == crash_shape(sample.log.read_text())
+    blocks = [ln for ln in out.splitlines() if ln.startswith("tracefix-witness")]
+    assert [b.split(":", 1)[0] for b in blocks] == ["tracefix-witness", "tracefix-witness-data"], out[-3000:]
+    tbs = [tb for tb in read_tracebacks(io.BytesIO(out.encode())) if tb.evidence is not None]
     assert len(tbs) == 1
     ev = tbs[0].evidence
     assert ev.kind in KINDS[sample.id]
     assert blocks[0] == WITNESS_MARK + ev.summary
     top = ev.sites[0]
     assert Path(top.path).is_absolute() and Path(top.path).exists()
-    assert f"{Path(top.path).resolve().relative_to(root.resolve()).as_posix()}:{top.line}" == expected["witness_site"], ev
-    local = Path(top.path).read_text(encoding="utf-8").splitlines()[top.line - 1].strip()
+    rel = Path(top.path).resolve().relative_to(root.resolve()).as_posix()
+    assert f"{rel}:{top.line}" == expected["witness_site"], ev
+    # the line as it was when the witness saw it (the copy is patched since): the sample's own
+    local = (sample.dir / rel).read_text(encoding="utf-8").splitlines()[top.line - 1].strip()
     assert top.code == local[:160]
     data = json.loads(ev.data)
     assert data["v"] == 1 and data["exc"] == tbs[0].exc_type
-    crash_user = crash_shape(proc.stderr)[0]
+    crash_user = crash_shape(out)[0]
     backward = ev.site("backward")
     if backward is not None:            # the failing call, as the traceback's innermost user frame
         assert (Path(backward.path).name, backward.line) == crash_user[-1][:2]
