@@ -5,12 +5,13 @@ crash from inside the framework's loop and the patched program training."""
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO, after_crash, crash_log
-from test_programs import _copy, _tracefix
+from test_programs import ENV, _copy, _tracefix
 from tracefix.families import of_entry
 
 if sys.version_info >= (3, 11):
@@ -18,7 +19,9 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-FOLDERS = sorted(p.parent for p in (REPO / "tests" / "frameworks").glob("*/expected.toml"))
+ALL = sorted(p.parent for p in (REPO / "tests" / "frameworks").glob("*/expected.toml"))
+RECORDED = [f for f in ALL if tomllib.loads((f / "expected.toml").read_text()).get("recorded")]
+FOLDERS = [f for f in ALL if f not in RECORDED]
 pytestmark = pytest.mark.torch
 
 
@@ -61,3 +64,45 @@ def test_framework_program(folder, tmp_path):
     steps = re.search(r"verified: (\d+) optimizer steps", r["verification_detail"])
     assert steps and int(steps.group(1)) >= 2, r["verification_detail"]   # the framework's own steps, counted
     assert trained.search(after_crash(run.stderr)), run.stderr[-1500:]                   # and the program ran on to the end
+
+
+def _frames(log):
+    """(basename, line) of the log's frames in the project (not the framework's or torch's), and its last line."""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', log)
+    user = [(p.rsplit("/", 1)[-1], int(n)) for p, n in frames if "site-packages" not in p]
+    return user, log.strip().splitlines()[-1]
+
+
+def _recorder():
+    spec = importlib.util.spec_from_file_location("record_cuda_crash", REPO / "tests" / "frameworks" / "record_cuda_crash.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("folder", RECORDED, ids=[p.name for p in RECORDED])
+def test_recorded_framework_program(folder, tmp_path):
+    """A program whose error needs CUDA: its recorded log (tests/frameworks/record_cuda_crash.py,
+    real frames through the real framework) is diagnosed against the project, the patch is applied,
+    and the patched program trains on this CPU."""
+    exp = tomllib.loads((folder / "expected.toml").read_text())
+    log = (folder / "crash.log").read_text()
+    # the log is still what the program gives (with its stand-in): same frames, same error
+    assert _frames(_recorder().record(folder)) == _frames(log), "re-record: python tests/frameworks/record_cuda_crash.py"
+    framework = [f for f in re.findall(r'File "([^"]+)", line \d+', log)
+                 if re.search(rf"site-packages[/\\]{exp['framework']}[/\\]", f)]
+    assert len(framework) >= 3, "the traceback must go through the framework's own frames"
+
+    root = _copy(folder, tmp_path / folder.name)
+    report = json.loads(_tracefix("--format", "json", "--root", str(root), "-", input=log).stdout)
+    (d,) = report["diagnoses"]
+    assert d["id"] == exp["id"]
+    assert _site(d["crash_site"]) == exp["crash_site"]
+    assert d["fix_sites"] and _site(d["fix_sites"][0]) == exp["fix_site"], d["fix_sites"]
+    assert not any("site-packages" in s["path"] for s in d["fix_sites"]), d["fix_sites"]
+    assert d["patches"] and d["patches"][0]["applicability"] == "safe", d["patches"]
+    applied = _tracefix("--format", "json", "--apply", "--root", str(root), "-", input=log)
+    assert applied.returncode == 0, applied.stderr
+    trained = subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, env=ENV,
+                             timeout=300)
+    assert trained.returncode == 0 and re.search(exp["trained"], trained.stdout, re.M), trained.stderr[-2000:]

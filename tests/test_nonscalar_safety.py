@@ -259,3 +259,40 @@ def test_the_mean_of_a_class_loss_with_ignored_targets_or_weights_is_unsafe(tmp_
         assert mean.applicability == "unsafe" and said in mean.reason and "module.py:5" in mean.reason
     else:
         assert mean.applicability == "safe", mean.reason
+
+
+# --- Hugging Face's compute_loss idiom: `return (loss, outputs) if return_outputs else loss` ------
+HF_TRAINER = '''from transformers import Trainer
+import torch.nn.functional as F
+
+
+class WeightedTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        labels = inputs.pop("labels")
+        outputs = model(**inputs)
+        loss = F.cross_entropy(outputs.logits, labels, reduction="none") * self.w[labels]
+        return (loss, outputs) if return_outputs else loss
+
+
+WeightedTrainer(model=model, args=args).train()
+'''
+
+
+def test_conditional_return_of_loss_and_outputs_is_reduced_where_loss_is_assigned(tmp_path):
+    diag = diagnose(tmp_path, {"train.py": HF_TRAINER}, [(13, "<module>")])
+    assert (diag["fix_sites"][0]["line"], diag["fix_sites"][0]["kind"]) == (9, "loss-assignment")
+    first = diag["patches"][0]
+    assert first["applicability"] == "safe", first
+    assert '+        loss = (F.cross_entropy(outputs.logits, labels, reduction="none") * self.w[labels]).mean()' \
+        in first["diff"]
+    # the evaluation loop asks for (loss, outputs): `.mean()` on the whole conditional would call it on a tuple
+    assert not [p for p in diag["patches"] if "else loss).mean()" in p["diff"] or "else loss).sum()" in p["diff"]]
+
+
+def test_conditional_return_with_a_per_sample_read_before_it_is_not_safe_at_the_assignment(tmp_path):
+    kept = HF_TRAINER.replace("        return (loss, outputs)",
+                              "        self.hard.append(loss.detach())\n        return (loss, outputs)")
+    diag = diagnose(tmp_path, {"train.py": kept}, [(14, "<module>")])
+    at_assign = by_diff(diag, "self.w[labels]).mean()")
+    assert at_assign and all(p["applicability"] == "unsafe" for p in at_assign)
+    assert "self.hard.append(loss.detach())" in at_assign[0]["reason"]

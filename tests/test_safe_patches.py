@@ -2,7 +2,8 @@
 to a fresh copy, re-run ``python train.py`` and expect exit 0 with the loss printed.
 
 ``safe`` means: it compiles, the error is gone, and behaviour is what the user meant.  The runs are
-shared (``safe_runs`` in tests/conftest.py: each made once, whichever xdist worker asks first).
+shared (``safe_runs`` in tests/conftest.py: each made once, whichever xdist worker asks first); a
+copy with the bytes that ``tracefix run --apply --verify`` verified counts that run.
 
 The bf16 samples are recordings of a CUDA-only error (samples/README.md): on the CPU wheel their
 scripts train without any patch, and an autocast for device 'cuda' is a no-op, so a re-run on CPU

@@ -383,7 +383,7 @@ def _how_number(src: Source, node: cst.CSTNode) -> str:
             return ""
         break
     parent = src.parent(cur)
-    if isinstance(parent, (cst.Return, cst.Yield)):
+    if isinstance(parent, (cst.Return, cst.Yield)) or _returned_branch(src, cur):
         return "returned"
     if isinstance(parent, cst.AugAssign) and parent.value is cur and _number_total(src, parent):
         return "number"
@@ -411,6 +411,18 @@ def _how_number(src: Source, node: cst.CSTNode) -> str:
             if name in _NUMBER_FUNCS or last == "format" or last.startswith(_LOG_NAMES) or "log" in last:
                 return "number"
     return ""
+
+
+def _returned_branch(src: Source, node: cst.CSTNode) -> bool:
+    """``node`` is what a branch of a conditional return hands back as the loss, alone or first in
+    a tuple: ``return (loss, outputs) if return_outputs else loss`` (Hugging Face's compute_loss)."""
+    parent = src.parent(node)
+    if isinstance(parent, cst.Element):
+        tup = src.parent(parent)
+        if not (isinstance(tup, cst.Tuple) and tup.elements and tup.elements[0] is parent):
+            return False
+        node, parent = tup, src.parent(tup)
+    return isinstance(parent, cst.IfExp) and node is not parent.test and isinstance(src.parent(parent), cst.Return)
 
 
 def _number_total(src: Source, aug: cst.AugAssign) -> bool:
@@ -575,6 +587,9 @@ def _loss_element(value: cst.BaseExpression, key: str = "loss") -> Optional[cst.
     """What to reduce in a returned or assigned value: in a dict display, its ``key`` entry (the
     one backward() reads: ``losses["total"].backward()``; by default "loss", the convention of HF
     outputs and training loops); None when a dict has none."""
+    if isinstance(value, cst.IfExp) and any(isinstance(b, (cst.Tuple, cst.List, cst.Dict))
+                                            for b in (value.body, value.orelse)):
+        return None     # `(loss, outputs) if return_outputs else loss`: a tuple is not reduced whole
     if not isinstance(value, cst.Dict):
         return value
     for el in value.elements:

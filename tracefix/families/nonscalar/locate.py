@@ -673,6 +673,11 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                     crit = self._crit_origin(sf, fn, value.orelse, ret.lineno + 1, value.orelse)
                 found.append((0.9 if crit else 0.5, sf, ret, crit))
         for score, sf, ret, crit in found:
+            bound = self._branches_loss(sf, ret)
+            if bound is not None:
+                self.ctx.add(sf, bound.lineno, value_col(sf, bound), "loss-assignment",
+                          f"{func_name(sf, ret)} returns '{src(sf, bound.targets[0])}' from both branches of its "
+                          f"return (with and without the outputs); reducing it here covers both.", score + 0.05)
             self.ctx.add(sf, ret.lineno, ret.value.col_offset, "per-sample-return",
                       f"{func_name(sf, ret)} returns a loss that is not reduced to a scalar; the library "
                       f"calls backward() on it.", score)
@@ -680,6 +685,31 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
                 csf, kw = crit
                 self.ctx.add(csf, kw.lineno, kw.col_offset, "criterion-reduction",
                           "The returned loss comes from a criterion built with reduction='none'.", score - 0.2)
+
+    def _branches_loss(self, sf: SourceFile, ret: ast.Return) -> Optional[ast.Assign]:
+        """The assignment of the loss that a conditional return hands back on both branches, as
+        Hugging Face's ``return (loss, outputs) if return_outputs else loss`` does (the tuple
+        branch cannot be reduced as a whole; the assignment covers both); else None."""
+        value = ret.value
+        if not isinstance(value, ast.IfExp):
+            return None
+        names = {_branch_name(value.body), _branch_name(value.orelse)}
+        if len(names) != 1 or None in names:
+            return None
+        fn = sf.scope_of(ret)
+        a = self.last_assign(sf, fn, names.pop(), ret.lineno)
+        if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) \
+                and a.lineno > getattr(fn, "lineno", 0) and contains(fn, a):
+            return a
+        return None
+
+
+def _branch_name(node: ast.AST) -> Optional[str]:
+    """The name a branch of a conditional return gives as its loss: ``loss``, or the first element
+    of ``(loss, outputs)``."""
+    if isinstance(node, ast.Tuple) and node.elts:
+        node = node.elts[0]
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _unpacked_position(assign: ast.AST, name: str) -> Optional[Tuple[int, int]]:
