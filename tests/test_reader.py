@@ -394,3 +394,41 @@ def test_every_line_stamped_keeps_a_multiline_message():
         "second line of the message",
     ])
     assert [t.message for t in read(text)] == ["first line of the message\nsecond line of the message"]
+
+
+def test_a_caret_line_read_as_a_message_is_no_error():
+    # what a quoted traceback cut right after a caret line leaves (accelerate's copy of a crash's tail)
+    out = read(b"RuntimeError: ^^^^^^^^^^^^^^^^\n")
+    assert out == []
+    (tb,) = read(b"RuntimeError: ^ is not a valid operator here\n")    # a message that starts with one is one
+    assert tb.message.startswith("^ is not")
+
+
+def test_launcher_wrappers_are_not_errors_of_their_own():
+    torchrun = (b"[rank0]: Traceback (most recent call last):\n"
+                b'[rank0]:   File "/w/train.py", line 3, in <module>\n[rank0]:     loss.backward()\n'
+                b"[rank0]: RuntimeError: grad can be implicitly created only for scalar outputs\n"
+                b"Traceback (most recent call last):\n"
+                b'  File "/venv/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent\n'
+                b"    raise ChildFailedError(\n"
+                b"torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                b"============================================================\ntrain.py FAILED\n")
+    assert [tb.rank for tb in read(torchrun)] == [0]
+    # accelerate launch: CalledProcessError from a RuntimeError holding a copy of the script's output
+    accelerate = (b"Traceback (most recent call last):\n"
+                  b'  File "/w/train.py", line 3, in <module>\n    loss.backward()\n'
+                  b"RuntimeError: grad can be implicitly created only for scalar outputs\n"
+                  b"RuntimeError: ^^^^^^^^^^^^\n"
+                  b'  File "/venv/site-packages/torch/autograd/__init__.py", line 208, in _make_grads\n'
+                  b"    raise RuntimeError(\n"
+                  b"RuntimeError: grad can be implicitly created only for scalar outputs\n\n\n"
+                  b"The above exception was the direct cause of the following exception:\n\n"
+                  b"Traceback (most recent call last):\n"
+                  b'  File "/venv/site-packages/accelerate/commands/launch.py", line 1049, in _run_subprocess\n'
+                  b"    raise subprocess.CalledProcessError(\n"
+                  b"subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1.\n")
+    (tb,) = read(accelerate)
+    assert tb.frames[-1].path == "/w/train.py"
+    # a CalledProcessError of the user's own code stays an error
+    own = accelerate.replace(b"accelerate/commands/launch.py", b"w/deploy.py")
+    assert [t.exc_type for t in read(own)][-1] == "subprocess.CalledProcessError"

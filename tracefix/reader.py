@@ -99,10 +99,27 @@ _LOGLINE = re.compile(r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|[IWEF]\d{4} \d{2}:|=====|\*{
 _FLAT_SPLIT = re.compile(r'(?<!\s)\s+(?=File "[^"]+", line \d+)')   # lookbehind: linear on long blank runs
 _FLAT_EXC = re.compile(r"\s(?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")
 _FLAT_CODE = re.compile(r'^(File "[^"]+", line \d+, in \S+)\s+(.+)$')
-# What a notebook runner raises in its own process after a cell failed; its message quotes the
-# cell and the kernel's traceback, which is read as a record of its own: the wrapper adds nothing.
+# What a runner raises in its own process after its child failed: a notebook runner's message
+# quotes the cell and the kernel's traceback, which is read as a record of its own; torchrun's
+# names the failed ranks, whose tracebacks they printed themselves.  The wrapper adds nothing.
 _RUNNER_WRAPPERS = ("nbclient.exceptions.CellExecutionError", "nbconvert.preprocessors.execute.CellExecutionError",
-                    "papermill.exceptions.PapermillExecutionError")
+                    "papermill.exceptions.PapermillExecutionError",
+                    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError")
+# The same, where the wrapper's type is a general one: (type, the file its innermost frame is in).
+# `accelerate launch` raises CalledProcessError for the script it ran, which printed its own error,
+# from a RuntimeError whose message is the tail of that output: the cause is a copy (cut short
+# when the tail is), dropped with the wrapper.
+_RUNNER_WRAPPER_FRAMES = (("subprocess.CalledProcessError", "accelerate/commands/launch.py"),)
+
+
+_CARETS = re.compile(r"[\s^~]*")
+
+
+def _runner_wrapper(exc_type: Optional[str], frames: List[Frame]) -> bool:
+    if exc_type in _RUNNER_WRAPPERS:
+        return True
+    where = frames[-1].path.replace("\\", "/") if frames else ""
+    return any(exc_type == t and where.endswith(f) for t, f in _RUNNER_WRAPPER_FRAMES)
 
 
 def clean_line(text: str) -> str:
@@ -631,8 +648,13 @@ class _RankParser:
             return
         if not cur.frames and cur.exc_type is None and not cur.message:
             return
-        if cur.exc_type in _RUNNER_WRAPPERS:
-            return      # the notebook runner's wrapper of the cell's error (see _RUNNER_WRAPPERS)
+        if _runner_wrapper(cur.exc_type, cur.frames):
+            if cur.exc_type not in _RUNNER_WRAPPERS:     # its cause copies the child's output
+                while self.out and self.out[-1].cause_of_next:
+                    self.out.pop()
+            return      # a runner's wrapper of its child's error (see _RUNNER_WRAPPERS)
+        if not cur.frames and not cur.has_header and all(_CARETS.fullmatch(m) for m in cur.message):
+            return      # `RuntimeError: ^^^^`: a quoted traceback cut after a caret line, no message
         self.out.append(cur.build(cause_of_next))
 
     def _start(self, line_no: int, header: bool, indent: int) -> _Builder:

@@ -279,8 +279,9 @@ class Tracer:
         for n in sorted((n for n in sf.own(scope) if isinstance(n, ast.Name) and n.id == name
                          and isinstance(n.ctx, ast.Load) and not contains(skip, n)),
                         key=lambda n: (n.lineno, n.col_offset)):
-            if self.needs_scalar(sf, n) or returned and isinstance(sf.parent(_through_passes(sf, n)),
-                                                                   (ast.Return, ast.Yield)):
+            mean = _mean_of(sf, _through_passes(sf, n))
+            if self.needs_scalar(sf, n) or mean is not None and self.needs_scalar(sf, mean) or \
+                    returned and isinstance(sf.parent(_through_passes(sf, n)), (ast.Return, ast.Yield)):
                 return n
         return None
 
@@ -1031,6 +1032,16 @@ class ValueTracer(Tracer):
             if d == dest:
                 found.append(n)
         return found
+
+
+def _mean_of(sf: SourceFile, node: ast.AST) -> Optional[ast.Call]:
+    """``node.mean()`` (no arguments) where node is read so, else None: one number, the same
+    whether node holds the per-sample values or already their mean (``loss.mean().item()``)."""
+    p = sf.parent(node)
+    call = sf.parent(p) if isinstance(p, ast.Attribute) and p.value is node and p.attr == "mean" else None
+    if isinstance(call, ast.Call) and call.func is p and not call.args and not call.keywords:
+        return call
+    return None
 
 
 def _through_passes(sf: SourceFile, node: ast.AST) -> ast.AST:
