@@ -432,3 +432,8 @@ def test_launcher_wrappers_are_not_errors_of_their_own():
     # a CalledProcessError of the user's own code stays an error
     own = accelerate.replace(b"accelerate/commands/launch.py", b"w/deploy.py")
     assert [t.exc_type for t in read(own)][-1] == "subprocess.CalledProcessError"
+
+
+def test_an_exception_line_with_an_empty_message_is_still_an_error():
+    (tb,) = read(b"Traceback (most recent call last):\n  File \"/w/a.py\", line 1, in <module>\n    f()\nKeyError\n")
+    assert tb.exc_type == "KeyError"

@@ -110,8 +110,7 @@ _RUNNER_WRAPPERS = ("nbclient.exceptions.CellExecutionError", "nbconvert.preproc
 # from a RuntimeError whose message is the tail of that output: the cause is a copy (cut short
 # when the tail is), dropped with the wrapper.
 _RUNNER_WRAPPER_FRAMES = (("subprocess.CalledProcessError", "accelerate/commands/launch.py"),)
-
-
+# a message of caret marks only (`RuntimeError: ^^^^`): a quoted traceback cut after a caret line
 _CARETS = re.compile(r"[\s^~]*")
 
 
@@ -653,8 +652,9 @@ class _RankParser:
                 while self.out and self.out[-1].cause_of_next:
                     self.out.pop()
             return      # a runner's wrapper of its child's error (see _RUNNER_WRAPPERS)
-        if not cur.frames and not cur.has_header and all(_CARETS.fullmatch(m) for m in cur.message):
-            return      # `RuntimeError: ^^^^`: a quoted traceback cut after a caret line, no message
+        if not cur.frames and not cur.has_header and any(m.strip() for m in cur.message) \
+                and all(_CARETS.fullmatch(m) for m in cur.message):
+            return      # no error: see _CARETS
         self.out.append(cur.build(cause_of_next))
 
     def _start(self, line_no: int, header: bool, indent: int) -> _Builder:

@@ -279,9 +279,10 @@ class Tracer:
         for n in sorted((n for n in sf.own(scope) if isinstance(n, ast.Name) and n.id == name
                          and isinstance(n.ctx, ast.Load) and not contains(skip, n)),
                         key=lambda n: (n.lineno, n.col_offset)):
-            mean = _mean_of(sf, _through_passes(sf, n))
+            base = _through_passes(sf, n)
+            mean = _mean_of(sf, base)
             if self.needs_scalar(sf, n) or mean is not None and self.needs_scalar(sf, mean) or \
-                    returned and isinstance(sf.parent(_through_passes(sf, n)), (ast.Return, ast.Yield)):
+                    returned and isinstance(sf.parent(base), (ast.Return, ast.Yield)):
                 return n
         return None
 

@@ -699,7 +699,7 @@ class _Nonscalar(ValueTracer):   # (call_sites: the other callers of a loss func
         fn = sf.scope_of(ret)
         a = self.last_assign(sf, fn, names.pop(), ret.lineno)
         if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) \
-                and a.lineno > getattr(fn, "lineno", 0) and contains(fn, a):
+                and contains(fn, a):
             return a
         return None
 
