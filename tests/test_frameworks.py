@@ -101,8 +101,11 @@ def test_recorded_framework_program(folder, tmp_path):
     assert d["fix_sites"] and _site(d["fix_sites"][0]) == exp["fix_site"], d["fix_sites"]
     assert not any("site-packages" in s["path"] for s in d["fix_sites"]), d["fix_sites"]
     assert d["patches"] and d["patches"][0]["applicability"] == "safe", d["patches"]
+    fixed = root / exp["fix_site"].split(":")[0]
+    before = fixed.read_text()
     applied = _tracefix("--format", "json", "--apply", "--root", str(root), "-", input=log)
     assert applied.returncode == 0, applied.stderr
+    assert fixed.read_text() != before, "the patch must change the fix site's file"
     trained = subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, env=ENV,
                              timeout=300)
     assert trained.returncode == 0 and re.search(exp["trained"], trained.stdout, re.M), trained.stderr[-2000:]
