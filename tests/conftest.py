@@ -117,11 +117,16 @@ def witness_env(on: bool = True) -> dict:
 WITNESS_TIMEOUT = 300
 
 
+def _own_lines_start(run_stderr: str) -> int:
+    """Where ``tracefix run``'s first line of its own starts (the end when there is none)."""
+    m = re.search(r"^tracefix: ", run_stderr, re.M)
+    return m.start() if m else len(run_stderr)
+
+
 def passed_through(run_stderr: str) -> str:
     """What the crashed command printed, as ``tracefix run`` passed it through (its stdout and
     stderr, the witness's block included): everything before tracefix's first line of its own."""
-    m = re.search(r"^tracefix: ", run_stderr, re.M)
-    return run_stderr[:m.start()] if m else run_stderr
+    return run_stderr[:_own_lines_start(run_stderr)]
 
 
 def crash_log(run_stderr: str) -> str:
@@ -133,8 +138,7 @@ def crash_log(run_stderr: str) -> str:
 
 def after_crash(run_stderr: str) -> str:
     """What ``tracefix run`` printed from its first line of its own on (the verify run's output)."""
-    m = re.search(r"^tracefix: ", run_stderr, re.M)
-    return run_stderr[m.start():] if m else ""
+    return run_stderr[_own_lines_start(run_stderr):]
 
 
 @pytest.fixture(scope="session")

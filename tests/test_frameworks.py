@@ -29,6 +29,18 @@ def _site(site):
     return f"{site['path']}:{site['line']}"
 
 
+def witness_first(evidence):
+    """The first site of the witness's evidence as ``basename:line`` (expected.toml's witness_site)."""
+    first = evidence["sites"][0]
+    return f"{first['path'].replace(chr(92), '/').rsplit('/', 1)[-1]}:{first['line']}"
+
+
+def _assert_through_framework(log, exp):
+    framework = [f for f in re.findall(r'File "([^"]+)", line \d+', log)
+                 if re.search(rf"site-packages[/\\]{exp['framework']}[/\\]", f)]
+    assert len(framework) >= exp.get("framework_frames", 3), "the traceback must go through the framework's own frames"
+
+
 @pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
 def test_framework_program(folder, tmp_path):
     exp = tomllib.loads((folder / "expected.toml").read_text())
@@ -40,9 +52,7 @@ def test_framework_program(folder, tmp_path):
     r = json.loads(run.stdout)
     log = crash_log(run.stderr)
     assert r["command_exit_code"] != 0 and not trained.search(log), "the program no longer crashes"
-    frames = re.findall(r'File "([^"]+)", line \d+', log)
-    framework = [f for f in frames if re.search(rf"site-packages[/\\]{exp['framework']}[/\\]", f)]
-    assert len(framework) >= exp.get("framework_frames", 3), "the traceback must go through the framework's own frames"
+    _assert_through_framework(log, exp)
 
     plain = _copy(folder, tmp_path / "plain" / folder.name)     # the plain log, against the unpatched project
     report = json.loads(_tracefix("--format", "json", "--root", str(plain), "-", input=log).stdout)
@@ -56,9 +66,7 @@ def test_framework_program(folder, tmp_path):
     (w,) = r["diagnoses"]
     if of_entry(exp["id"]).evidence:      # a family with a witness recorder
         assert w["evidence"] is not None, "the witness must explain the crash inside the framework's loop"
-        first = w["evidence"]["sites"][0]
-        assert f"{first['path'].replace(chr(92), '/').rsplit('/', 1)[-1]}:{first['line']}" == exp["witness_site"], \
-            w["evidence"]
+        assert witness_first(w["evidence"]) == exp["witness_site"], w["evidence"]
     assert _site(w["fix_sites"][0]) in {exp["fix_site"], *exp.get("fix_site_also", [])}
     assert r["verification"] == "verified", (r, run.stderr[-2000:])
     steps = re.search(r"verified: (\d+) optimizer steps", r["verification_detail"])
@@ -89,9 +97,7 @@ def test_recorded_framework_program(folder, tmp_path):
     log = (folder / "crash.log").read_text()
     # the log is still what the program gives (with its stand-in): same frames, same error
     assert _frames(_recorder().record(folder)) == _frames(log), "re-record: python tests/frameworks/record_cuda_crash.py"
-    framework = [f for f in re.findall(r'File "([^"]+)", line \d+', log)
-                 if re.search(rf"site-packages[/\\]{exp['framework']}[/\\]", f)]
-    assert len(framework) >= 3, "the traceback must go through the framework's own frames"
+    _assert_through_framework(log, exp)
 
     root = _copy(folder, tmp_path / folder.name)
     report = json.loads(_tracefix("--format", "json", "--root", str(root), "-", input=log).stdout)

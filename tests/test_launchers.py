@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from conftest import REPO, after_crash, crash_log
+from test_frameworks import _site, witness_first
 from test_programs import ENV, _copy, _tracefix
 
 if sys.version_info >= (3, 11):
@@ -33,10 +34,6 @@ LAUNCHED = {
 }
 
 
-def _site(site):
-    return f"{site['path']}:{site['line']}"
-
-
 def _expected(folder):
     return tomllib.loads((folder / "expected.toml").read_text())
 
@@ -45,8 +42,7 @@ def _check(d, exp):
     assert d["id"] == exp["id"]
     assert _site(d["crash_site"]) == exp["crash_site"]
     assert d["evidence"] is not None, "the witness must explain the crash inside the launched process"
-    first = d["evidence"]["sites"][0]
-    assert f"{first['path'].replace(chr(92), '/').rsplit('/', 1)[-1]}:{first['line']}" == exp["witness_site"]
+    assert witness_first(d["evidence"]) == exp["witness_site"], d["evidence"]
     assert _site(d["fix_sites"][0]) == exp["fix_site"], d["fix_sites"]
 
 
