@@ -437,3 +437,20 @@ def test_launcher_wrappers_are_not_errors_of_their_own():
 def test_an_exception_line_with_an_empty_message_is_still_an_error():
     (tb,) = read(b"Traceback (most recent call last):\n  File \"/w/a.py\", line 1, in <module>\n    f()\nKeyError\n")
     assert tb.exc_type == "KeyError"
+
+
+@pytest.mark.parametrize("cut", ['File "/w/train.py", line 3, in <module>', "loss.backward()",
+                                 'ine 3, in <module>', "^^^^^^^^^^^^",
+                                 "RuntimeError: grad can be implicitly created only for scalar outputs"])
+def test_a_copy_of_the_traceback_cut_anywhere_is_not_an_error_of_its_own(cut):
+    # accelerate launch re-raises RuntimeError(<the tail of the script's stderr>): it may start anywhere
+    log = (b"Traceback (most recent call last):\n"
+           b'  File "/w/train.py", line 3, in <module>\n    loss.backward()\n'
+           b"RuntimeError: grad can be implicitly created only for scalar outputs\n"
+           b"step 3 loss 0.52\n"          # (output between them: the witness's block, say)
+           + f"RuntimeError: {cut}\n".encode())
+    (tb,) = read(log)
+    assert tb.frames[-1].path == "/w/train.py"
+    # a different error right after a traceback is still one
+    other = read(log.replace(f"RuntimeError: {cut}".encode(), b"RuntimeError: CUDA out of memory"))
+    assert [t.message for t in other][-1] == "CUDA out of memory"

@@ -114,6 +114,13 @@ _RUNNER_WRAPPER_FRAMES = (("subprocess.CalledProcessError", "accelerate/commands
 _CARETS = re.compile(r"[\s^~]*")
 
 
+def _quoted_text(tb: Traceback) -> str:
+    """The lines a traceback printed (frames, their code, the exception line), to tell a later
+    fragment of a copy of it (see _RankParser._emit)."""
+    lines = [f'File "{f.path}", line {f.line}, in {f.func}\n{f.code or ""}' for f in tb.frames]
+    return "\n".join(lines + [f"{tb.exc_type}: {tb.message}"])
+
+
 def _runner_wrapper(exc_type: Optional[str], frames: List[Frame]) -> bool:
     if exc_type in _RUNNER_WRAPPERS:
         return True
@@ -638,6 +645,7 @@ class _RankParser:
         self.chain_pending = False
         self.stamped = False         # the line being fed had a timestamp/logger prefix
         self.out: List[Traceback] = []
+        self.last_text = ""          # the last traceback with frames, as printed (see _quoted_text)
 
     # -- emit --
     def _emit(self, cause_of_next: bool = False) -> None:
@@ -653,9 +661,14 @@ class _RankParser:
                     self.out.pop()
             return      # a runner's wrapper of its child's error (see _RUNNER_WRAPPERS)
         if not cur.frames and not cur.has_header and any(m.strip() for m in cur.message) \
-                and all(_CARETS.fullmatch(m) for m in cur.message):
-            return      # no error: see _CARETS
-        self.out.append(cur.build(cause_of_next))
+                and all(_CARETS.fullmatch(m) or m.strip() in self.last_text for m in cur.message):
+            # `RuntimeError: <a piece of the traceback just printed>`: a copy of it cut short (a
+            # launcher's RuntimeError(stderr tail)), carets or a line of it, not an error of its own
+            return
+        tb = cur.build(cause_of_next)
+        if tb.frames:
+            self.last_text = _quoted_text(tb)
+        self.out.append(tb)
 
     def _start(self, line_no: int, header: bool, indent: int) -> _Builder:
         chained = self.chain_pending
