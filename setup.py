@@ -1,10 +1,12 @@
-"""Build hook (the project's metadata is in pyproject.toml): ship the built-in knowledge entries'
-diagnosis part pre-parsed, so that an installed tracefix does not import a TOML parser and parse
-the same unchanged files on every run (tracefix/knowledge.py, HEADS_CACHE)."""
+"""Build hook (the project's metadata is in pyproject.toml): the packages are every folder of
+tracefix/ that holds an ``__init__.py`` (a new family's folder ships without a second registry
+line) plus the built-in knowledge entries, mapped from knowledge/ in pyproject.toml; and those
+entries' diagnosis part ships pre-parsed, so that an installed tracefix does not import a TOML
+parser and parse the same unchanged files on every run (tracefix/knowledge.py, HEADS_CACHE)."""
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 
@@ -19,4 +21,5 @@ class BuildPyWithKnowledgeCache(build_py):
             write_heads_cache(entries)
 
 
-setup(cmdclass={"build_py": BuildPyWithKnowledgeCache})
+setup(packages=[*find_packages(include=["tracefix", "tracefix.*"]), "tracefix.entries"],
+      cmdclass={"build_py": BuildPyWithKnowledgeCache})

@@ -208,10 +208,32 @@ def test_shared_vocabulary_has_one_home(name):
                 assert marker not in words, f"{name}:{node.lineno} spells out {home}; import it from tracefix.vocab"
 
 
-def test_the_wheel_ships_every_package():
-    """pyproject's package list names every folder of tracefix/ (a family left out installs without it)."""
-    import tomllib
+def test_the_wheel_ships_every_package(tmp_path):
+    """The built wheel holds every folder of tracefix/ (a new family's too: no list to add it to),
+    the built-in entries and their pre-parsed heads."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
 
-    listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py")}
-    assert found - listed == set(), "add them to [tool.setuptools] packages"
+    # built from a copy of what the build reads: setuptools' build/ folder in the checkout could
+    # hold files of modules removed since, and would ship them
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(PKG.parent / name, src / name)
+    for folder in ("tracefix", "knowledge"):
+        shutil.copytree(PKG.parent / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("tracefix-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for init in PKG.rglob("__init__.py"):
+        assert init.relative_to(PKG.parent).as_posix() in names
+    for path in (*PKG.rglob("*.py"), *(PKG / "hooks").iterdir()):
+        if "__pycache__" not in path.parts:
+            assert path.relative_to(PKG.parent).as_posix() in names
+    for toml in (PKG.parent / "knowledge").glob("*.toml"):
+        assert f"tracefix/entries/{toml.name}" in names
+    assert "tracefix/entries/heads.marshal" in names
