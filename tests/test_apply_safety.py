@@ -173,6 +173,23 @@ def test_patched_text_must_compile(tmp_path):
     assert p.read_text() == "x = 1\n"
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_long_file_must_compile_where_the_patch_touched_it(tmp_path, newline):
+    """In a long file only the statements around the edit are compiled (text.compile_error): an
+    edit that breaks its function is still refused, whatever the file's line endings."""
+    funcs = [f"def f{i}(x):{newline}    y = x + {i}{newline}    return y{newline}{newline}" for i in range(900)]
+    text = "import os" + newline + newline + "".join(funcs)
+    assert len(text) > 20_000
+    p = project(tmp_path, text.encode())
+    broken = text.replace("    y = x + 450" + newline, "    y = (x + 450" + newline)
+    with pytest.raises(PatchError, match="does not compile"):
+        apply(make_patch(("train.py", text, broken)), tmp_path)
+    assert p.read_bytes() == text.encode()
+    fixed = text.replace("    y = x + 450" + newline, "    y = (x + 450)" + newline)
+    assert apply(make_patch(("train.py", text, fixed)), tmp_path) == ["train.py"]
+    assert p.read_bytes() == fixed.encode()
+
+
 def test_keeps_bom_crlf_and_missing_trailing_newline(tmp_path):
     data = b"\xef\xbb\xbfimport torch\r\n\r\nloss = f()\r\nloss.backward()"
     p = project(tmp_path, data)

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 from tracefix.families import families, of_kind, part
 from tracefix.patcher.context import FIXERS, Context, Fixer, Option
 from tracefix.patcher.cstedit import NeedWhole
-from tracefix.patcher.text import compiles, merge_edit, normalize, restore, unified_diff
+from tracefix.patcher.text import compiles, merge_edit, restore, unified_diff
 from tracefix.record import replace
 from tracefix.records import INSUFFICIENT, SAFE, UNSAFE, Diagnosis, FixSite, Patch
 
@@ -135,7 +135,7 @@ def _together(ctx: Context, diag: Diagnosis, patches: List[Patch]) -> Optional[P
             texts[rel] = (old, merged)
     files = []
     for rel, (old, new) in texts.items():
-        if not compiles(normalize(old), normalize(new), rel):
+        if not compiles(old, new, rel):
             return None
         files.append((rel, old, new))
     diff = "".join(_diff(ctx, rel, old, new) for rel, old, new in files)

@@ -173,13 +173,15 @@ def unified_diff(rel: str, before: str, after: str) -> str:
 COMPILE_WHOLE_BELOW = 20_000
 
 
-def compiles(old: str, new: str, name: str) -> bool:
-    """Does ``new``, an edit of ``old`` ("\\n" endings, a module that compiles), compile?
+def compile_error(old: str, new: str, name: str) -> Optional[str]:
+    """Why ``new``, an edit of ``old`` (a module that compiles), does not compile; None when it does.
 
     Only the module-level statements holding the lines that differ, and one on each side, are
     compiled: the others are ``old``'s, and compiling one module-level statement does not depend
     on the rest, except for ``from __future__`` imports (a text naming ``__future__`` is compiled
     whole)."""
+    if "\r" in old or "\r" in new:
+        old, new = normalize(old), normalize(new)
     spans = None if len(new) < COMPILE_WHOLE_BELOW or "__future__" in new else module_spans(old)
     if spans:
         o, n = old.split("\n"), new.split("\n")
@@ -196,9 +198,13 @@ def compiles(old: str, new: str, name: str) -> bool:
             new = "\n" * (s - 1) + "\n".join(n[s - 1:e - 1 + len(n) - len(o)]) + "\n"
     try:
         compile(new, name, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    except (SyntaxError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+def compiles(old: str, new: str, name: str) -> bool:
+    return compile_error(old, new, name) is None
 
 
 def changed_run(old: List[str], new: List[str]) -> Tuple[int, int, int]:

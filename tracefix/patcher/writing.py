@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Dict, List, Optional
 
 from tracefix.patcher.errors import PatchError
-from tracefix.patcher.text import decode_any, encode, first_difference, line_at, split_lines
+from tracefix.patcher.text import compile_error, decode_any, encode, first_difference, line_at, split_lines
 from tracefix.record import record
 from tracefix.records import Patch
 
@@ -203,10 +203,9 @@ def apply(patch: Patch, root: Path, expect: Optional[Dict[str, str]] = None,
             n = first_difference(original, decoded.text)
             was = line_at(original, n).strip()
             raise PatchError(f"{rel}:{n} no longer reads '{was}' (edited since the patch was made?)")
-        try:
-            compile(new, rel, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
-            raise PatchError(f"refusing to write {rel}: the patched text does not compile ({exc})") from None
+        failed = compile_error(original, new, rel)
+        if failed is not None:
+            raise PatchError(f"refusing to write {rel}: the patched text does not compile ({failed})")
         after = encode(new, decoded.encoding, decoded.bom, rel) if not rel.lower().endswith(".ipynb") \
             else _notebook_bytes(data, original, new, rel)
         _check_writable(path, rel)
