@@ -1,19 +1,49 @@
 """Knowledge entries: schema, and every entry's own examples replayed (thefuck/TorchFix style)."""
 import io
+import marshal
+import re
+import shutil
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from tracefix.families import families
-from tracefix.knowledge import KnowledgeError, load_entries
+from tracefix.knowledge import BUILTIN_DIR, KnowledgeError, Pattern, load_entries, load_entry, needle, \
+    write_heads_cache
 from tracefix.pipeline import collect
 from tracefix.reader import FULL_SCAN
+from tracefix.record import replace
 
 ENTRIES = load_entries(examples=True)
 KNOWN = {entry_id for fam in families() for entry_id in fam.entries}
 
 
-def diagnose_text(text):
-    return collect(io.BytesIO(text.encode("utf-8")), ENTRIES)
+def _through_heads_cache(tmp: Path):
+    """ENTRIES with the patterns a wheel install loads: from the heads cache the build writes,
+    compiled on first use and searched only where their needle is."""
+    shutil.copytree(BUILTIN_DIR, tmp, ignore=shutil.ignore_patterns("__pycache__"))
+    cache = marshal.loads(write_heads_cache(tmp).read_bytes())
+    out = []
+    for e in ENTRIES:
+        name = Path(e.source).name
+        fast = load_entry(tmp / name, examples=False, cached=cache[name])
+        out.append(replace(e, patterns=fast.patterns, exclude=fast.exclude))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cached_entries(tmp_path_factory):
+    return _through_heads_cache(tmp_path_factory.mktemp("knowledge") / "k")
+
+
+@pytest.fixture(params=["as loaded", "from the wheel's heads cache"])
+def entries(request):
+    return ENTRIES if request.param == "as loaded" else request.getfixturevalue("cached_entries")
+
+
+def diagnose_text(text, entries=ENTRIES):
+    return collect(io.BytesIO(text.encode("utf-8")), entries)
 
 
 def test_builtin_entries_present_and_unique():
@@ -44,8 +74,8 @@ NEGATIVE = [(e, ex) for e in ENTRIES for ex in e.counterexamples]
 
 
 @pytest.mark.parametrize("entry,example", POSITIVE, ids=[f"{e.id}:{x.name}" for e, x in POSITIVE])
-def test_example_is_recognised(entry, example):
-    report = diagnose_text(example.log)
+def test_example_is_recognised(entry, example, entries):
+    report = diagnose_text(example.log, entries)
     ids = [d.entry_id for d in report.diagnoses]
     assert ids and set(ids) == {entry.id}, (ids, report.unrecognized)
     got = dict(report.diagnoses[0].fields)
@@ -54,9 +84,58 @@ def test_example_is_recognised(entry, example):
 
 
 @pytest.mark.parametrize("entry,example", NEGATIVE, ids=[f"{e.id}:{x.name}" for e, x in NEGATIVE])
-def test_counterexample_is_not_recognised(entry, example):
-    report = diagnose_text(example.log)
+def test_counterexample_is_not_recognised(entry, example, entries):
+    report = diagnose_text(example.log, entries)
     assert entry.id not in [d.entry_id for d in report.diagnoses]
+
+
+def test_the_heads_cache_gives_most_patterns_a_needle(cached_entries):
+    pats = [p for e in cached_entries for p in (*e.patterns, *e.exclude)]
+    with_needle = [p for p in pats if p.needle]
+    assert len(with_needle) >= 0.8 * len(pats), [p.pattern for p in pats if not p.needle]
+    for p in with_needle:
+        assert p.needle == p.needle.lower() and p.needle.isascii()
+
+
+def test_a_pattern_is_compiled_only_for_a_text_that_holds_its_needle():
+    p = Pattern("Found dtype (?P<got>\\w+) but", needle("Found dtype (?P<got>\\w+) but"))
+    assert p.needle == "found dtype " and p._rx is None
+    assert p.search("RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None and p._rx is None
+    assert p.search("FOUND DTYPE Long but expected Float").group("got") == "Long" and p._rx is not None
+    assert all(p._rx is not None for e in ENTRIES for p in e.patterns)   # loaded without a needle: compiled
+
+
+@pytest.mark.parametrize("pattern,expected", [
+    ("Trying to backward through the graph a second time", "trying to backward through the graph a second time"),
+    (r"mat1 and mat2 (?:shapes|x) cannot be", "mat1 and mat2 "),
+    (r"Can't call numpy\(\) on (?P<what>Tensor|Variable)", "can't call numpy() on "),
+    ("abc|defgh", ""),                 # a branch: neither side is in every match
+    ("ab?cd", ""),                     # runs "a" and "cd" are too short
+    (r"x\.yz\d", "x.yz"),
+    ("(unscale FP16)", ""),            # inside a group: not counted
+    ("(?:unscale FP16)", "unscale fp16"),   # re itself flattens a plain non-capturing group
+    ("Ünïcode only here", "code only here"),
+    ("[", ""),                         # not a regex: no needle (and no crash)
+])
+def test_needle_is_a_run_every_match_holds(pattern, expected):
+    assert needle(pattern) == expected
+
+
+_PATTERNS = sorted({p.pattern for e in ENTRIES for p in (*e.patterns, *e.exclude)})
+_MESSAGES = [x.log for e in ENTRIES for x in (*e.examples, *e.counterexamples)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=st.sampled_from(_PATTERNS), base=st.sampled_from(_MESSAGES), cut=st.integers(0, 400),
+       noise=st.text(alphabet="aAsSkKiI \u017f\u212a\u0130\u0131()'_.:", max_size=6), upper=st.booleans())
+def test_a_pattern_with_its_needle_answers_as_the_regex_does(pattern, base, cut, noise, upper):
+    """Texts near the patterns (the entries' own example logs cut, upper-cased, with letters that
+    fold to ASCII ones under re.IGNORECASE spliced in): the needle never turns a match away."""
+    text = base[:cut] + noise + base[cut:]
+    if upper:
+        text = text.upper()
+    fast = Pattern(pattern, needle(pattern))
+    assert bool(fast.search(text)) == bool(re.search(pattern, text, re.IGNORECASE))
 
 
 def test_near_misses_match_no_entry_at_all():

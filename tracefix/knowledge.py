@@ -12,8 +12,9 @@ BUILTIN_DIR = Path(__file__).resolve().parent.parent / "knowledge"
 
 EXPLAIN_KEYS = ("what", "why", "fix", "fix_safety")
 # The built-in entries' diagnosis part (each file's text before its first [[array]]), parsed when
-# the wheel is built (setup.py): {file name: (that text, its parsed TOML)}.  Used only while the
-# file still holds exactly that text, so an edited entry is parsed again; a checkout has no cache.
+# the wheel is built (setup.py): {file name: (that text, its parsed TOML, {regex: its needle})}.
+# Used only while the file still holds exactly that text, so an edited entry is parsed again; a
+# checkout has no cache.
 HEADS_CACHE = "heads.marshal"
 
 
@@ -31,6 +32,63 @@ def _locators() -> Tuple[str, ...]:
     from tracefix.families import locate_names
 
     return locate_names() + ("none",)
+
+
+class Pattern:
+    """One of an entry's message regexes (case-insensitive), compiled when first needed.
+
+    ``needle`` is a lower-case ASCII run of characters that every match holds (:func:`needle`,
+    worked out when the wheel is built): an ASCII text without it is no match, and most messages
+    are searched without compiling most entries' regexes, which costs a diagnosis some
+    milliseconds per family otherwise.  A pattern loaded without one is compiled at once (which
+    also validates a user's entry as it loads)."""
+
+    __slots__ = ("pattern", "needle", "_rx")
+
+    def __init__(self, pattern: str, needle: str = "") -> None:
+        self.pattern = pattern
+        self.needle = needle
+        self._rx: Optional["re.Pattern[str]"] = None if needle else re.compile(pattern, re.IGNORECASE)
+
+    def search(self, text: str) -> Optional["re.Match[str]"]:
+        if self.needle and text.isascii() and self.needle not in text.lower():
+            return None
+        if self._rx is None:
+            self._rx = re.compile(self.pattern, re.IGNORECASE)
+        return self._rx.search(text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pattern) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.pattern!r})"
+
+
+def needle(pattern: str) -> str:
+    """The longest run of ASCII characters that every case-insensitive match of ``pattern``
+    holds, in lower case; "" when it has none of 3 or more.  Only the pattern's top level counts
+    (a literal inside a group, a branch or a repeat may be left out of a match)."""
+    try:
+        if sys.version_info >= (3, 11):
+            from re import _parser as sre_parse
+        else:  # pragma: no cover - exercised on 3.9/3.10 only
+            import sre_parse
+        parsed = sre_parse.parse(pattern, re.IGNORECASE)
+        literal = sre_parse.LITERAL
+    except Exception:   # a private module's shape changed, or a bad regex: no needle, compile as usual
+        return ""
+    best = run = ""
+    for op, arg in (*parsed, (None, None)):
+        if op is literal and arg < 128:
+            run += chr(arg)
+            continue
+        if len(run) > len(best):
+            best = run
+        run = ""
+    return best.lower() if len(best) >= 3 else ""
 
 
 class KnowledgeError(Exception):
@@ -52,9 +110,9 @@ class Entry:
     title: str
     exception_types: Tuple[str, ...]
     keywords: Tuple[str, ...]          # literal substrings: a line holding one is this error (cheap test)
-    patterns: Tuple["re.Pattern[str]", ...]
+    patterns: Tuple[Pattern, ...]
     aliases: Tuple[str, ...]           # fuzzy fallback
-    exclude: Tuple["re.Pattern[str]", ...]
+    exclude: Tuple[Pattern, ...]
     fuzzy_threshold: float
     locate: str
     fixes: Tuple[str, ...]
@@ -137,9 +195,17 @@ def write_heads_cache(directory: Path) -> Path:
     for path in sorted(Path(directory).glob("*.toml")):
         head = _head(path.read_text(encoding="utf-8"))
         try:
-            heads[path.name] = (head, tomllib.loads(head))
+            data = tomllib.loads(head)
         except tomllib.TOMLDecodeError:
             continue  # load_entry parses that one whole, as without a cache
+        sources = [src for key in ("patterns", "exclude") if isinstance(data.get(key), list)
+                   for src in data[key] if isinstance(src, str)]
+        try:
+            for src in sources:
+                re.compile(src, re.IGNORECASE)
+        except re.error:
+            continue  # ... and reports the bad regex
+        heads[path.name] = (head, data, {src: needle(src) for src in sources})
     target = Path(directory) / HEADS_CACHE
     target.write_bytes(marshal.dumps(heads))
     return target
@@ -151,8 +217,9 @@ def load_entry(path: Path, examples: bool = True, cached: Any = None) -> Entry:
     except (OSError, UnicodeDecodeError) as exc:
         raise KnowledgeError(f"{path}: cannot read: {exc}") from None
     head = text if examples else _head(text)
-    if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == head and isinstance(cached[1], dict):
-        return _build(path, cached[1])
+    if isinstance(cached, tuple) and len(cached) == 3 and cached[0] == head and isinstance(cached[1], dict) \
+            and isinstance(cached[2], dict):
+        return _build(path, cached[1], cached[2])
     tomllib = toml_reader()
     try:
         try:
@@ -189,11 +256,12 @@ def _strings(path: Path, data: Dict[str, Any], name: str, required: bool = False
     return tuple(values)
 
 
-def _regexes(path: Path, name: str, sources: Tuple[str, ...]) -> Tuple["re.Pattern[str]", ...]:
+def _regexes(path: Path, name: str, sources: Tuple[str, ...],
+             needles: Optional[Dict[str, str]] = None) -> Tuple[Pattern, ...]:
     compiled = []
     for i, src in enumerate(sources):
         try:
-            compiled.append(re.compile(src, re.IGNORECASE))
+            compiled.append(Pattern(src, (needles or {}).get(src, "")))
         except re.error as exc:
             raise KnowledgeError(f"{path}: field '{name}[{i}]' is not a valid regex: {exc}") from None
     return tuple(compiled)
@@ -220,7 +288,7 @@ def _examples(path: Path, data: Dict[str, Any], name: str, need_source: bool = F
     return tuple(out)
 
 
-def _build(path: Path, data: Dict[str, Any]) -> Entry:
+def _build(path: Path, data: Dict[str, Any], needles: Optional[Dict[str, str]] = None) -> Entry:
     entry_id = _field(path, data, "id", str)
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", entry_id):
         raise KnowledgeError(f"{path}: field 'id' must be lowercase letters, digits and dashes")
@@ -248,9 +316,9 @@ def _build(path: Path, data: Dict[str, Any]) -> Entry:
         title=_field(path, data, "title", str),
         exception_types=_strings(path, data, "exception_types", required=True),
         keywords=_strings(path, data, "keywords", required=True),
-        patterns=_regexes(path, "patterns", patterns),
+        patterns=_regexes(path, "patterns", patterns, needles),
         aliases=_strings(path, data, "aliases"),
-        exclude=_regexes(path, "exclude", exclude),
+        exclude=_regexes(path, "exclude", exclude, needles),
         fuzzy_threshold=float(threshold),
         locate=locate,
         fixes=_strings(path, data, "fixes"),
