@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_diagnose.py", "bench_scan.py", "bench_patch.py", "bench_run.py", "bench_witness.py"]
+SCRIPTS = ["bench_diagnose.py", "bench_scan.py", "bench_patch.py", "bench_run.py", "bench_witness.py", "bench_families.py"]
 HEADER = "| figure | value | reference | ratio | budget | pass |\n|---|---|---|---|---|---|"
 
 
