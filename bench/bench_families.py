@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CWD, ENV, PY, REPO, interleaved, row  # noqa: E402
@@ -24,14 +25,15 @@ N = 15
 BUDGET = 1.10
 
 
-def _py(code: str, path: Path) -> str:
+def _py(code: str, path: Optional[Path] = None) -> str:
+    """``code``'s output, run by the measured Python, with the copy at ``path`` first on sys.path."""
     done = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True,
-                          env={**ENV, "PYTHONPATH": str(path)}, cwd=CWD)
+                          env={**ENV, "PYTHONPATH": str(path)} if path else ENV, cwd=CWD)
     return done.stdout.strip()
 
 
 def _copies(tmp: Path):
-    installed = Path(_py("import os, tracefix; print(os.path.dirname(tracefix.__file__))", Path(CWD)))
+    installed = Path(_py("import os, tracefix; print(os.path.dirname(tracefix.__file__))"))
     every, first = tmp / "every", tmp / "first"
     for copy in (every, first):
         shutil.copytree(installed, copy / "tracefix")
