@@ -136,6 +136,46 @@ def test_json_stdout_holds_only_the_report(tmp_path):
     assert b"RuntimeError: grad can be implicitly created" in run.stderr
 
 
+PRINT_INSIDE_TRACEBACK = """\
+import sys, time
+print("epoch 0 starting", flush=True)
+sys.stderr.write('Traceback (most recent call last):\\n  File "train.py", line 1, in <module>\\n')
+sys.stderr.flush()
+time.sleep(0.3)                 # tracefix reads the traceback's first lines on their own
+print("step 3 loss 0.25", flush=True)    # ... then this line, written before the rest
+sys.stderr.write('    import sys, time\\n'
+                 'AssertionError: boom after a step\\n')
+sys.exit(1)
+"""
+
+
+def test_a_line_on_stdout_does_not_cut_the_traceback_on_stderr(tmp_path):
+    """Two pipes are read in the order they are ready, not written: the stdout line must not
+    land inside the stderr traceback that tracefix diagnoses."""
+    (tmp_path / "train.py").write_text(PRINT_INSIDE_TRACEBACK)
+    # (plain: the child's stdout and stderr are two pipes; json sends both to one, in their order)
+    run = tracefix_run(["--format", "plain", "--root", str(tmp_path), "--", sys.executable, "train.py"], tmp_path)
+    out = run.stdout.decode()
+    # an error no entry knows: only a whole traceback says which exception ended the program
+    assert "unrecognized: AssertionError: boom after a step" in out, out + run.stderr.decode()[-2000:]
+    assert out.startswith("epoch 0 starting\nstep 3 loss 0.25\n")       # passed through
+    assert out.rstrip().endswith("exit code: 1")
+
+
+def test_tail_keeps_each_channel_whole():
+    from tracefix.runner import Tail
+
+    tail = Tail(limit=128)
+    tail.feed(b"Traceback (most recent call last):\n", 2)
+    tail.feed(b"step 3", 1)
+    err = b'  File "t.py", line 1\nValueError: x\n'
+    tail.feed(err, 2)
+    whole = b"Traceback (most recent call last):\n" + err
+    assert tail.getvalue() == b"step 3\n" + whole     # stdout's first, a line end added; stderr's whole
+    tail.feed(b"y" * 300, 1)                           # each channel keeps its own last `limit` bytes
+    assert tail.getvalue() == (b"step 3" + b"y" * 300)[-128:] + b"\n" + whole
+
+
 def test_json_on_success_is_an_empty_report(tmp_path):
     run = tracefix_run(["--format", "json", "--", sys.executable, "-c", "print('fine')"], tmp_path)
     assert run.returncode == 0

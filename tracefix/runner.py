@@ -4,8 +4,8 @@ What it does:
 
 1. Runs COMMAND with its output reaching the terminal live and byte for byte (where our output
    is a terminal, the child writes to a pseudo-terminal on POSIX, so progress bars and colours
-   behave as usual; elsewhere to pipes), while keeping the last ``TAIL_BYTES`` of the combined
-   output for diagnosis.  With ``--format json`` the child's output goes to stderr, so that
+   behave as usual; elsewhere to pipes), while keeping the last ``TAIL_BYTES`` of each of its
+   stdout and stderr for diagnosis (see Tail).  With ``--format json`` the child's output goes to stderr, so that
    stdout holds only the JSON object.
 2. The child runs in its own session / process group (POSIX); SIGINT, SIGTERM, SIGHUP and
    SIGQUIT sent to tracefix are forwarded to that whole group, Ctrl-Z stops and resumes it with
@@ -65,7 +65,7 @@ from tracefix.hooks import (ENV_ANOMALY, ENV_VERIFY_STEPS, ENV_VERIFY_TIMEOUT, E
                             VERIFIED_MARKER, VERIFY_MARK)
 from tracefix.record import record, replace
 
-TAIL_BYTES = 4 << 20        # combined output kept for diagnosis
+TAIL_BYTES = 4 << 20        # output kept for diagnosis, per channel (stdout, stderr)
 READ_SIZE = 1 << 20         # one os.read
 DRAIN_IDLE_S = 0.2          # after the child exits: wait this long for more output from its children
 DRAIN_MAX_S = 2.0           # ... but no longer than this in all
@@ -120,22 +120,35 @@ def format_env(env: Mapping[str, str], shell: str = "sh") -> str:
 
 # --- running the child ----------------------------------------------------------------------
 class Tail:
-    """The last ``limit`` bytes written, kept cheaply (amortised: one trim per ``limit`` bytes)."""
+    """The last ``limit`` bytes each output channel wrote, kept cheaply (amortised: one trim per
+    ``limit`` bytes).
+
+    Each channel (the child's stdout, its stderr) is kept apart and handed on whole, stdout's
+    first: the order in which two pipes are read is not the order in which they were written, so
+    a merged tail could cut a traceback with a line printed before it (a ``print`` just before
+    the crash, read after the traceback's first lines).  A traceback is one stream's, and so is
+    the evidence printed after it: neither is split.
+    """
 
     def __init__(self, limit: int = TAIL_BYTES):
         self.limit = limit
-        self._buf = bytearray()
+        self._bufs: Dict[int, bytearray] = {}
         self._lock = threading.Lock()
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, channel: int = 2) -> None:
         with self._lock:
-            self._buf += data
-            if len(self._buf) > 2 * self.limit:
-                del self._buf[:-self.limit]
+            buf = self._bufs.get(channel)
+            if buf is None:
+                buf = self._bufs[channel] = bytearray()
+            buf += data
+            if len(buf) > 2 * self.limit:
+                del buf[:-self.limit]
 
     def getvalue(self) -> bytes:
         with self._lock:
-            return bytes(self._buf[-self.limit:])
+            parts = [bytes(self._bufs[c][-self.limit:]) for c in sorted(self._bufs)]
+        return b"".join(p if p.endswith((b"\n", b"\r")) or k == len(parts) - 1 else p + b"\n"
+                        for k, p in enumerate(parts))
 
 
 @record
@@ -355,7 +368,7 @@ def _drain(channels: Dict[int, Tuple[int, int]], wake_r: int, tail: Tail) -> Non
                 del readers[fd]
                 continue
             readers[fd].write(data)
-            tail.feed(data)
+            tail.feed(data, readers[fd].fd)
     sel.close()
     for fd in readers:
         os.close(fd)
@@ -429,7 +442,7 @@ def _run_threads(cmd: List[str], env, dests: Tuple[int, int], tail: Tail, cleanu
             if not data:
                 break
             sink.write(data)
-            tail.feed(data)
+            tail.feed(data, sink.fd)
 
     threads = [threading.Thread(target=pump, args=s, daemon=True) for s in streams]
     for t in threads:
