@@ -5,8 +5,8 @@ What it does:
 1. Runs COMMAND with its output reaching the terminal live and byte for byte (where our output
    is a terminal, the child writes to a pseudo-terminal on POSIX, so progress bars and colours
    behave as usual; elsewhere to pipes), while keeping the last ``TAIL_BYTES`` of each of its
-   stdout and stderr for diagnosis (see Tail).  With ``--format json`` the child's output goes to stderr, so that
-   stdout holds only the JSON object.
+   stdout and stderr for diagnosis (see Tail).  With ``--format json`` the child's output goes
+   to stderr, so that stdout holds only the JSON object.
 2. The child runs in its own session / process group (POSIX); SIGINT, SIGTERM, SIGHUP and
    SIGQUIT sent to tracefix are forwarded to that whole group, Ctrl-Z stops and resumes it with
    us, and tracefix waits for it: no orphan is left behind.
