@@ -135,7 +135,7 @@ class Tail:
         self._bufs: Dict[int, bytearray] = {}
         self._lock = threading.Lock()
 
-    def feed(self, data: bytes, channel: int = 2) -> None:
+    def feed(self, data: bytes, channel: int) -> None:
         with self._lock:
             buf = self._bufs.get(channel)
             if buf is None:
